@@ -1,0 +1,91 @@
+"""The `ctxstore` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ctxstore.db import migrations
+from ctxstore.db.engine import DATABASE_URL_ENV, redact, url_from_environment
+from ctxstore.errors import CtxStoreError
+
+
+def _add_database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        help=f"PostgreSQL URL (postgresql:// or postgresql+asyncpg://); "
+        f"default: ${DATABASE_URL_ENV}",
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxstore", description="Durable conversation context on PostgreSQL."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    db = commands.add_parser("db", help="schema migrations")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    up = db_commands.add_parser("upgrade", help="apply migrations (default: to head)")
+    up.add_argument("revision", nargs="?", default="head")
+    down = db_commands.add_parser("downgrade", help="revert migrations to REVISION")
+    down.add_argument("revision", help="target revision, e.g. -1 or base")
+    cur = db_commands.add_parser("current", help="print the database's revision")
+    for sub in (up, down, cur):
+        _add_database_url(sub)
+    for sub in (up, down):
+        sub.add_argument(
+            "--lock-timeout",
+            help="how long DDL may wait for a table lock before failing (default 5s)",
+        )
+
+    demo = commands.add_parser(
+        "demo", help="save and reload a short consultation (embedded PostgreSQL by default)"
+    )
+    _add_database_url(demo)
+    demo.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".ctxstore/pgdata"),
+        help="data folder of the embedded PostgreSQL (default: .ctxstore/pgdata)",
+    )
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "db":
+        url = url_from_environment(args.database_url)
+        if args.db_command == "current":
+            revision = migrations.current(url)
+            print(revision or "(empty database: no revision)")
+        elif args.db_command == "upgrade":
+            migrations.upgrade(url, args.revision, lock_timeout=args.lock_timeout)
+            print(f"{redact(url)} is at revision {migrations.current(url)}")
+        else:
+            migrations.downgrade(url, args.revision, lock_timeout=args.lock_timeout)
+            print(f"{redact(url)} is at revision {migrations.current(url) or 'base'}")
+        return 0
+    if args.command == "demo":
+        from ctxstore.demo import run_demo  # noqa: PLC0415 - keeps `ctxstore db` light
+
+        explicit = args.database_url
+        run_demo(explicit, args.data_dir)
+        return 0
+    raise AssertionError(args.command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = _build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except CtxStoreError as error:
+        print(f"ctxstore: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The one place where driver and network errors become ctxstore errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import exc as sa_exc
+
+from ctxstore.errors import (
+    CtxStoreError,
+    InvalidInputError,
+    StorageError,
+    StorageTimeoutError,
+    StorageUnavailableError,
+)
+
+# SQLSTATE classes and codes (PostgreSQL appendix A).
+_UNAVAILABLE_CLASSES = ("08", "53", "57P", "58")
+_TIMEOUT_CODES = {"57014", "55P03", "25P03"}  # query_canceled, lock_not_available, idle tx
+_INVALID_INPUT_CODES = {
+    "22021",  # character_not_in_repertoire
+    "22P05",  # untranslatable_character (\u0000 in jsonb)
+    "22001",  # string_data_right_truncation
+    "22003",  # numeric_value_out_of_range
+    "54000",  # program_limit_exceeded (e.g. a value too large to index)
+}
+
+
+def _sqlstate(error: BaseException) -> str | None:
+    for candidate in (error, getattr(error, "orig", None), getattr(error, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if isinstance(code, str):
+            return code
+    return None
+
+
+def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
+    """Map a driver, SQLAlchemy or network error to the ctxstore hierarchy."""
+    if isinstance(error, CtxStoreError):
+        return error
+    code = _sqlstate(error)
+    detail = f"{action} failed: {type(error).__name__}"
+    if code:
+        detail = f"{detail} (SQLSTATE {code})"
+    if code in _TIMEOUT_CODES or isinstance(error, TimeoutError | asyncio.TimeoutError):
+        return StorageTimeoutError(f"{action} timed out", sqlstate=code)
+    if code in _INVALID_INPUT_CODES:
+        return InvalidInputError(f"{action}: the database rejected a value", sqlstate=code)
+    if code is not None and code.startswith(_UNAVAILABLE_CLASSES):
+        return StorageUnavailableError(detail, sqlstate=code)
+    if isinstance(error, OSError | ConnectionError):
+        return StorageUnavailableError(detail)
+    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
+        return StorageUnavailableError(detail)
+    if isinstance(error, sa_exc.InterfaceError | sa_exc.OperationalError | sa_exc.TimeoutError):
+        return StorageUnavailableError(detail)
+    if _is_asyncpg_connection_error(error):
+        return StorageUnavailableError(detail)
+    return StorageError(detail, sqlstate=code)
+
+
+def _is_asyncpg_connection_error(error: BaseException) -> bool:
+    name = type(error).__name__
+    return name in {
+        "ConnectionDoesNotExistError",
+        "InterfaceError",
+        "InternalClientError",
+        "ConnectionFailureError",
+    }
+
+
+@contextmanager
+def translated(action: str) -> Iterator[None]:
+    """Re-raise anything but a ctxstore error as one, keeping the original as the cause."""
+    try:
+        yield
+    except CtxStoreError:
+        raise
+    except (sa_exc.SQLAlchemyError, OSError, TimeoutError, asyncio.TimeoutError) as error:
+        raise translate_db_error(error, action) from error
+    except Exception as error:
+        if type(error).__module__.startswith("asyncpg"):
+            raise translate_db_error(error, action) from error
+        raise

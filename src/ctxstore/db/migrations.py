@@ -1,0 +1,184 @@
+"""Running the Alembic migrations: configuration, the advisory lock and lock_timeout.
+
+``alembic/env.py`` only calls :func:`run_env`; the logic lives here so it is typed, tested
+and shared by ``alembic`` itself and ``ctxstore db``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import URL, Connection, text
+
+from ctxstore.db.engine import (
+    EngineSettings,
+    create_engine,
+    normalize_url,
+    redact,
+    url_from_environment,
+)
+from ctxstore.db.errors import translated
+from ctxstore.db.tables import metadata
+from ctxstore.errors import ConfigurationError, MigrationError
+
+#: pg_advisory_lock key: the bytes of "ctxstore" read as a big-endian integer.
+MIGRATION_LOCK_KEY = int.from_bytes(b"ctxstore", "big")
+LOCK_TIMEOUT_ENV = "CTXSTORE_MIGRATION_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = "5s"
+# How long a second migrator waits for the first to finish before giving up.
+ADVISORY_WAIT = "10min"
+
+
+def script_location() -> Path:
+    """The folder holding env.py and versions/: inside the wheel, else the repository's."""
+    package_dir = Path(__file__).resolve().parent.parent
+    packaged = package_dir / "_alembic"
+    if (packaged / "env.py").is_file():
+        return packaged
+    in_repo = package_dir.parent.parent / "alembic"
+    if (in_repo / "env.py").is_file():
+        return in_repo
+    raise ConfigurationError("cannot find ctxstore's migrations (alembic/env.py)")
+
+
+def alembic_config(
+    database_url: str | URL | None = None, *, lock_timeout: str | None = None
+) -> Config:
+    """An Alembic Config for ctxstore's migrations, independent of any alembic.ini."""
+    config = Config()
+    config.set_main_option("script_location", str(script_location()))
+    if database_url is not None:
+        config.attributes["database_url"] = normalize_url(database_url)
+    if lock_timeout is not None:
+        config.attributes["lock_timeout"] = lock_timeout
+    return config
+
+
+def _resolve_url(context: EnvironmentContext) -> URL:
+    config = context.config
+    explicit = config.attributes.get("database_url")
+    if explicit is not None:
+        return normalize_url(explicit)
+    x_url = context.get_x_argument(as_dictionary=True).get("database_url")
+    return url_from_environment(x_url)
+
+
+def _lock_timeout(context: EnvironmentContext) -> str:
+    value = context.config.attributes.get("lock_timeout") or os.environ.get(LOCK_TIMEOUT_ENV)
+    return str(value or DEFAULT_LOCK_TIMEOUT)
+
+
+def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeout: str) -> None:
+    # Wait for any other migrator under its own bound, then hold the session-level lock
+    # for the whole run: two deploys running `alembic upgrade head` at once serialize,
+    # and the second finds the schema at head and does nothing.
+    connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": ADVISORY_WAIT})
+    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+    connection.commit()
+    try:
+        # DDL blocked by live traffic fails fast instead of queueing every request behind it.
+        connection.execute(text("SELECT set_config('lock_timeout', :t, false)"), {"t": lock_timeout})
+        connection.commit()
+        context.configure(
+            connection=connection,
+            target_metadata=metadata,
+            transaction_per_migration=True,
+            compare_type=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        connection.commit()
+    finally:
+        if connection.in_transaction():
+            connection.rollback()
+        connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        connection.commit()
+
+
+async def _run_online(context: EnvironmentContext) -> None:
+    url = _resolve_url(context)
+    settings = EngineSettings(
+        application_name="ctxstore-migrate",
+        statement_timeout_ms=0,
+        lock_timeout_ms=0,
+        command_timeout=None,
+    )
+    engine = create_engine(url, settings, pooled=False)
+    try:
+        with translated(f"migrating {redact(url)}"):
+            async with engine.connect() as connection:
+                await connection.run_sync(_migrate_on, context, _lock_timeout(context))
+    finally:
+        await engine.dispose()
+
+
+def run_env(context: EnvironmentContext) -> None:
+    """The body of alembic/env.py."""
+    if context.is_offline_mode():
+        context.configure(
+            url=str(_resolve_url(context)),
+            target_metadata=metadata,
+            literal_binds=True,
+            transaction_per_migration=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    shared: Any = context.config.attributes.get("connection")
+    if shared is not None:
+        _migrate_on(shared, context, _lock_timeout(context))
+        return
+    asyncio.run(_run_online(context))
+
+
+def head_revision() -> str:
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    if len(heads) != 1:
+        raise MigrationError(f"expected one migration head, found {heads}")
+    return heads[0]
+
+
+def upgrade(database_url: str | URL, revision: str = "head", **options: Any) -> None:
+    """Apply migrations up to ``revision``; raises MigrationError on failure."""
+    _run(command.upgrade, database_url, revision, **options)
+
+
+def downgrade(database_url: str | URL, revision: str, **options: Any) -> None:
+    _run(command.downgrade, database_url, revision, **options)
+
+
+def current(database_url: str | URL) -> str | None:
+    """The revision the database is at (None for an empty database)."""
+    from alembic.runtime.migration import MigrationContext
+
+    async def read() -> str | None:
+        engine = create_engine(database_url, pooled=False)
+        try:
+            with translated("reading the schema revision"):
+                async with engine.connect() as connection:
+                    return await connection.run_sync(
+                        lambda sync: MigrationContext.configure(sync).get_current_revision()
+                    )
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
+
+
+def _run(action: Any, database_url: str | URL, revision: str, **options: Any) -> None:
+    config = alembic_config(database_url, lock_timeout=options.get("lock_timeout"))
+    try:
+        action(config, revision)
+    except (ConfigurationError, MigrationError):
+        raise
+    except Exception as error:
+        raise MigrationError(
+            f"migrating {redact(normalize_url(database_url))} to {revision} failed: {error}"
+        ) from error

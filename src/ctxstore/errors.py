@@ -1,0 +1,126 @@
+"""One exception hierarchy for everything ctxstore raises.
+
+Callers catch these, never asyncpg or SQLAlchemy exceptions: the storage backends route
+every driver error through :func:`ctxstore.db.errors.translate_db_error`.  Each class's
+docstring is its default message (the procrastinate idiom), so ``raise CorruptDataError()``
+still says something useful.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CtxStoreError(Exception):
+    """A ctxstore operation failed."""
+
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        self.message = message or (type(self).__doc__ or "").strip()
+        self.details = details
+        super().__init__(self.message)
+
+
+class InvalidInputError(CtxStoreError, ValueError):
+    """The input was rejected; nothing was written."""
+
+
+class InvalidSessionIdError(InvalidInputError):
+    """The session id is not acceptable."""
+
+
+class InvalidMessageError(InvalidInputError):
+    """A message is not acceptable."""
+
+    def __init__(
+        self, message: str | None = None, *, position: int | None = None, **details: Any
+    ) -> None:
+        self.position = position
+        if message and position is not None:
+            message = f"message {position}: {message}"
+        super().__init__(message, position=position, **details)
+
+
+class MessageTooLargeError(InvalidMessageError):
+    """A message is larger than the configured size limit."""
+
+
+class ConflictError(CtxStoreError):
+    """The stored version is not the one the caller expected."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        session_id: str | None = None,
+        current_version: int | None = None,
+        expected_version: int | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.current_version = current_version
+        self.expected_version = expected_version
+        super().__init__(
+            message,
+            session_id=session_id,
+            current_version=current_version,
+            expected_version=expected_version,
+        )
+
+
+class StorageUnavailableError(CtxStoreError):
+    """The storage backend could not be reached or did not answer in time."""
+
+
+class StorageTimeoutError(StorageUnavailableError):
+    """The storage backend did not answer within the configured time."""
+
+
+class StorageError(CtxStoreError):
+    """The storage backend reported an unexpected error."""
+
+
+class DataError(CtxStoreError):
+    """Stored data could not be read back."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        session_id: str | None = None,
+        position: int | None = None,
+        **details: Any,
+    ) -> None:
+        self.session_id = session_id
+        self.position = position
+        where = []
+        if session_id is not None:
+            where.append(f"session {session_id!r}")
+        if position is not None:
+            where.append(f"position {position}")
+        base = message or (type(self).__doc__ or "").strip()
+        if where:
+            base = f"{base} ({', '.join(where)})"
+        super().__init__(base, session_id=session_id, position=position, **details)
+
+
+class CorruptDataError(DataError):
+    """Stored data is corrupt and cannot be read."""
+
+
+class UnsupportedFormatError(DataError):
+    """Stored data uses a format newer than this version of ctxstore knows."""
+
+
+class ContractVersionError(CtxStoreError):
+    """The Context Contract version is not one this receiver accepts."""
+
+
+class ConfigurationError(CtxStoreError):
+    """ctxstore is not configured correctly."""
+
+
+class EmbeddedServerUnavailableError(ConfigurationError):
+    """The embedded PostgreSQL server cannot run here."""
+
+
+class MigrationError(CtxStoreError):
+    """A schema migration failed."""
