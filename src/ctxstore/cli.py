@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,8 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from ctxstore.demo import run_demo  # noqa: PLC0415 - keeps `ctxstore db` light
 
-        explicit = args.database_url
-        run_demo(explicit, args.data_dir)
+        run_demo(args.database_url or os.environ.get(DATABASE_URL_ENV), args.data_dir)
         return 0
     raise AssertionError(args.command)
 

@@ -8,6 +8,7 @@ fine and round-trips unchanged.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,7 +50,7 @@ def json_problem(value: Any, depth: int = 0, path: str = "$") -> str | None:
     if value is None or isinstance(value, bool | int):
         return None
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             return f"{path}: NaN and infinity are not JSON"
         return None
     if isinstance(value, Mapping):

@@ -8,7 +8,7 @@ from sqlalchemy.dialects import postgresql
 from ctxstore.db.engine import create_engine, normalize_url
 from ctxstore.db.errors import translated
 
-_PREPARER = postgresql.dialect().identifier_preparer
+_PREPARER = postgresql.dialect().identifier_preparer  # type: ignore[no-untyped-call]
 
 
 def quote_identifier(name: str) -> str:
@@ -19,8 +19,8 @@ async def _autocommit(url: URL, *statements: tuple[str, dict[str, object]]) -> l
     engine = create_engine(url, pooled=False)
     results: list[object] = []
     try:
-        async with engine.connect() as conn:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        async with engine.connect() as plain:
+            conn = await plain.execution_options(isolation_level="AUTOCOMMIT")
             for sql, params in statements:
                 result = await conn.execute(text(sql), params)
                 results.append(result.scalar() if result.returns_rows else None)

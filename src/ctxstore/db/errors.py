@@ -44,6 +44,13 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
     detail = f"{action} failed: {type(error).__name__}"
     if code:
         detail = f"{detail} (SQLSTATE {code})"
+    if code == "55P03":
+        return StorageTimeoutError(
+            f"{action}: a lock was not granted within lock_timeout (another transaction holds it)",
+            sqlstate=code,
+        )
+    if code == "57014":
+        return StorageTimeoutError(f"{action}: cancelled by statement_timeout", sqlstate=code)
     if code in _TIMEOUT_CODES or isinstance(error, TimeoutError | asyncio.TimeoutError):
         return StorageTimeoutError(f"{action} timed out", sqlstate=code)
     if code in _INVALID_INPUT_CODES:
@@ -78,7 +85,7 @@ def translated(action: str) -> Iterator[None]:
         yield
     except CtxStoreError:
         raise
-    except (sa_exc.SQLAlchemyError, OSError, TimeoutError, asyncio.TimeoutError) as error:
+    except (sa_exc.SQLAlchemyError, OSError, TimeoutError) as error:
         raise translate_db_error(error, action) from error
     except Exception as error:
         if type(error).__module__.startswith("asyncpg"):

@@ -14,6 +14,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
+from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import URL, Connection, text
 
@@ -26,7 +27,7 @@ from ctxstore.db.engine import (
 )
 from ctxstore.db.errors import translated
 from ctxstore.db.tables import metadata
-from ctxstore.errors import ConfigurationError, MigrationError
+from ctxstore.errors import ConfigurationError, CtxStoreError, MigrationError
 
 #: pg_advisory_lock key: the bytes of "ctxstore" read as a big-endian integer.
 MIGRATION_LOCK_KEY = int.from_bytes(b"ctxstore", "big")
@@ -84,7 +85,9 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
     connection.commit()
     try:
         # DDL blocked by live traffic fails fast instead of queueing every request behind it.
-        connection.execute(text("SELECT set_config('lock_timeout', :t, false)"), {"t": lock_timeout})
+        connection.execute(
+            text("SELECT set_config('lock_timeout', :t, false)"), {"t": lock_timeout}
+        )
         connection.commit()
         context.configure(
             connection=connection,
@@ -156,12 +159,11 @@ def downgrade(database_url: str | URL, revision: str, **options: Any) -> None:
 
 def current(database_url: str | URL) -> str | None:
     """The revision the database is at (None for an empty database)."""
-    from alembic.runtime.migration import MigrationContext
 
     async def read() -> str | None:
         engine = create_engine(database_url, pooled=False)
         try:
-            with translated("reading the schema revision"):
+            with translated(f"reading the schema revision of {redact(database_url)}"):
                 async with engine.connect() as connection:
                     return await connection.run_sync(
                         lambda sync: MigrationContext.configure(sync).get_current_revision()
@@ -178,6 +180,8 @@ def _run(action: Any, database_url: str | URL, revision: str, **options: Any) ->
         action(config, revision)
     except (ConfigurationError, MigrationError):
         raise
+    except CtxStoreError as error:
+        raise MigrationError(f"{error} (target revision {revision})") from error
     except Exception as error:
         raise MigrationError(
             f"migrating {redact(normalize_url(database_url))} to {revision} failed: {error}"

@@ -84,5 +84,7 @@ messages = Table(
         "format_version <> 2 OR role IN ('user', 'assistant', 'system', 'tool')",
         name="role_known",
     ),
-    CheckConstraint("metadata IS NULL OR jsonb_typeof(metadata) = 'object'", name="metadata_object"),
+    CheckConstraint(
+        "metadata IS NULL OR jsonb_typeof(metadata) = 'object'", name="metadata_object"
+    ),
 )

@@ -8,15 +8,32 @@ then validated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any
 
+from pydantic import BaseModel
+
 from ctxstore.errors import CorruptDataError, InvalidInputError, UnsupportedFormatError
-from ctxstore.models import MESSAGE_FORMAT, Message, construct_trusted
+from ctxstore.models import FIELD_NAMES, MESSAGE_FORMAT, Message, construct_trusted
 
 MessageDocument = dict[str, Any]
+
+#: The ``messages`` columns every row handed to this module starts with (from ``skip``).
+MESSAGE_COLUMN_ORDER = (
+    "seq",
+    "role",
+    "content",
+    "turn_id",
+    "ts",
+    "ts_offset",
+    "name",
+    "metadata",
+    "digest",
+    "format_version",
+)
 _KNOWN_KEYS = ("role", "content", "name", "turn_id", "timestamp", "metadata")
 
 
@@ -57,8 +74,7 @@ def upgrade_message_document(
     """Lift a serialized message of any known format to the current Message."""
     if format_version > MESSAGE_FORMAT:
         raise UnsupportedFormatError(
-            f"message format {format_version} is newer than this ctxstore knows "
-            f"({MESSAGE_FORMAT})",
+            f"message format {format_version} is newer than this ctxstore knows ({MESSAGE_FORMAT})",
             session_id=session_id,
             position=position,
         )
@@ -81,10 +97,88 @@ def _fixed_offset(seconds: int) -> timezone:
     return timezone(timedelta(seconds=seconds))
 
 
+# Every UTC offset in use on Earth is a whole number of quarter hours within +-14:00.
+_ZONES: dict[int, timezone] = {
+    minutes * 60: timezone(timedelta(minutes=minutes))
+    for minutes in range(-14 * 60, 14 * 60 + 1, 15)
+}
+
+
 def _restore_offset(stamp: datetime | None, offset: int | None) -> datetime | None:
     if stamp is None or not offset:
         return stamp
     return stamp.astimezone(_fixed_offset(offset))
+
+
+def rows_to_messages(rows: Sequence[Any], *, session_id: str, skip: int = 0) -> list[Message]:
+    """Map ``messages`` rows (MESSAGE_COLUMNS from column ``skip`` on) to Messages.
+
+    Current-format rows are built inline: this loop runs once per stored message on
+    every load, so it avoids even a function call per row.  Anything else goes through
+    row_to_message and the upgrade chain.
+    """
+    # Each message allocates four containers; with the collector running, building 1,000
+    # of them triggers collections that cost as much as the building itself.  The loop
+    # never awaits, so pausing the collector for it delays nothing else.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_messages(rows, session_id, skip)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+# Setters of the slots pydantic keeps on every model, bound once: calling them directly
+# is cheaper than object.__setattr__ looking the name up on each call.
+_SET_DICT = object.__setattr__
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _build_messages(rows: Sequence[Any], session_id: str, skip: int) -> list[Message]:
+    result: list[Message] = []
+    append = result.append
+    new_instance = object.__new__
+    set_dict, set_fields_set, set_extra, set_private = (
+        _SET_DICT,
+        _SET_FIELDS_SET,
+        _SET_EXTRA,
+        _SET_PRIVATE,
+    )
+    field_names = FIELD_NAMES
+    zones = _ZONES
+    end = skip + len(MESSAGE_COLUMN_ORDER)
+    for position, row in enumerate(rows):
+        (_seq, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row[skip:end]
+        if fmt != MESSAGE_FORMAT or (metadata is not None and type(metadata) is not dict):
+            append(row_to_message(row[skip:end], session_id=session_id, position=position))
+            continue
+        if offset:
+            zone = zones.get(offset)
+            if zone is None:
+                append(row_to_message(row[skip:end], session_id=session_id, position=position))
+                continue
+            stamp = stamp.astimezone(zone)
+        message = new_instance(Message)
+        set_dict(
+            message,
+            "__dict__",
+            {
+                "role": role,
+                "content": content,
+                "turn_id": turn_id,
+                "timestamp": stamp,
+                "name": name,
+                "metadata": metadata if metadata is not None else {},
+            },
+        )
+        set_fields_set(message, field_names)
+        set_extra(message, None)
+        set_private(message, {"_core_digest": digest})
+        append(message)
+    return result
 
 
 def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
@@ -101,7 +195,15 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
             f"bad timestamp offset {offset}", session_id=session_id, position=position
         ) from error
     if fmt == MESSAGE_FORMAT:
-        return construct_trusted(role, content, turn_id, stamp, name, metadata, digest)
+        return construct_trusted(
+            role=role,
+            content=content,
+            turn_id=turn_id,
+            timestamp=stamp,
+            name=name,
+            metadata=metadata,
+            core_digest=digest,
+        )
     if fmt > MESSAGE_FORMAT:
         return upgrade_message_document({}, fmt, session_id=session_id, position=position)
     document: MessageDocument

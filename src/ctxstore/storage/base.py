@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ctxstore.db.tables import MAX_SESSION_ID_LENGTH
 from ctxstore.errors import InvalidMessageError, InvalidSessionIdError, MessageTooLargeError
-from ctxstore.models import ROLES, Message
+from ctxstore.models import ROLES, Message, digest_of
 from ctxstore.textcheck import json_problem, text_problem, utf8_size_exceeds
 
 MessageInput = Message | Mapping[str, Any]
@@ -49,9 +49,7 @@ DEFAULT_LIMITS = Limits()
 
 def check_session_id(session_id: object, limits: Limits = DEFAULT_LIMITS) -> str:
     if not isinstance(session_id, str):
-        raise InvalidSessionIdError(
-            f"session id must be a string, not {type(session_id).__name__}"
-        )
+        raise InvalidSessionIdError(f"session id must be a string, not {type(session_id).__name__}")
     if not session_id:
         raise InvalidSessionIdError("session id must not be empty")
     if len(session_id) > limits.max_session_id_length:
@@ -75,6 +73,8 @@ def coerce_messages(messages: object, limits: Limits = DEFAULT_LIMITS) -> list[M
         raise InvalidMessageError(
             f"{len(messages)} messages exceed the limit of {limits.max_messages} per session"
         )
+    if all(type(item) is Message for item in messages):
+        return list(messages)  # the common case, checked at C speed
     result: list[Message] = []
     for position, item in enumerate(messages):
         if isinstance(item, Message):
@@ -121,3 +121,21 @@ def check_new_message(message: Message, position: int, limits: Limits = DEFAULT_
             f"content is larger than the limit of {limits.max_message_bytes} bytes",
             position=position,
         )
+
+
+def message_digests(messages: Sequence[Message], limits: Limits = DEFAULT_LIMITS) -> list[bytes]:
+    """Each message's digest; a message that cannot be serialized gets a precise error."""
+    try:
+        return [digest_of(message) for message in messages]
+    except (TypeError, ValueError, AttributeError):
+        pass  # find which message failed, and why
+    digests: list[bytes] = []
+    for position, message in enumerate(messages):
+        try:
+            digests.append(digest_of(message))
+        except (TypeError, ValueError, AttributeError) as error:
+            check_new_message(message, position, limits)  # raises the precise reason
+            raise InvalidMessageError(
+                f"cannot be serialized: {error}", position=position
+            ) from error
+    return digests

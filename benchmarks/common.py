@@ -1,0 +1,100 @@
+"""Shared pieces of the benchmark scripts: a server, a fresh database, timing helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import asyncpg
+from sqlalchemy import URL
+
+from ctxstore.db import migrations
+from ctxstore.db.admin import create_database, drop_database
+from ctxstore.db.engine import normalize_url, redact
+
+BENCH_URL_ENV = "CTXSTORE_BENCH_DATABASE_URL"
+
+
+@contextlib.contextmanager
+def bench_database() -> Iterator[URL]:
+    """A freshly migrated database on $CTXSTORE_BENCH_DATABASE_URL or the embedded server."""
+    embedded = None
+    explicit = os.environ.get(BENCH_URL_ENV)
+    if explicit:
+        server = normalize_url(explicit)
+    else:
+        from ctxstore.embedded import EmbeddedPostgres  # noqa: PLC0415
+
+        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="ctxstore-bench-")) / "pgdata")
+        server = normalize_url(embedded.start())
+    name = f"ctxstore_bench_{uuid.uuid4().hex[:8]}"
+    url = asyncio.run(create_database(server, name))
+    print(f"server: {redact(server)} ({'given' if explicit else 'embedded'})")
+    try:
+        migrations.upgrade(url)
+        yield url
+    finally:
+        asyncio.run(drop_database(server, name))
+        if embedded is not None:
+            embedded.stop()
+
+
+async def raw_connection(url: URL) -> asyncpg.Connection:
+    """A plain asyncpg connection to the same database (the floor to compare with)."""
+    host = url.host or url.query.get("host")
+    return await asyncpg.connect(
+        user=url.username,
+        password=url.password,
+        host=host if isinstance(host, str) else None,
+        port=url.port,
+        database=url.database,
+    )
+
+
+async def median_ms(action: Callable[[], Awaitable[object]], trials: int, warmup: int = 5) -> float:
+    for _ in range(warmup):
+        await action()
+    samples = []
+    for _ in range(trials):
+        started = time.perf_counter()
+        await action()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+async def interleaved_medians(
+    actions: dict[str, Callable[[], Awaitable[object]]], trials: int, warmup: int = 5
+) -> dict[str, float]:
+    """Median milliseconds per action, running the actions round-robin.
+
+    Interleaving spreads the machine's noise evenly over everything compared, so the
+    ratios between the figures hold even when the absolute numbers drift.
+    """
+    for _ in range(warmup):
+        for action in actions.values():
+            await action()
+    samples: dict[str, list[float]] = {name: [] for name in actions}
+    for _ in range(trials):
+        for name, action in actions.items():
+            started = time.perf_counter()
+            await action()
+            samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) * 1000 for name, values in samples.items()}
+
+
+def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = [" | ".join(str(cell).ljust(width) for cell, width in zip(header, widths, strict=True))]
+    lines.append("-+-".join("-" * width for width in widths))
+    lines += [
+        " | ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    return "\n".join(lines)

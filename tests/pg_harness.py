@@ -1,0 +1,112 @@
+"""Finding a real PostgreSQL for the tests, and template databases on it.
+
+Order of choice (DESIGN.md section 5): ``CTXSTORE_TEST_DATABASE_URL`` when set; else a
+testcontainers PostgreSQL when a Docker engine answers; else the embedded server of the
+``pgserver`` package in a temporary folder.  Without the variable the tests never touch
+the machine's own PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+
+from sqlalchemy import URL
+
+from ctxstore.db import migrations
+from ctxstore.db.admin import create_database, drop_database
+from ctxstore.db.engine import normalize_url, redact
+
+TEST_URL_ENV = "CTXSTORE_TEST_DATABASE_URL"
+
+
+@cache
+def docker_engine_answers() -> bool:
+    try:
+        import docker  # noqa: PLC0415
+
+        client = docker.from_env(timeout=3)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def planned_source() -> str:
+    if os.environ.get(TEST_URL_ENV):
+        return f"{TEST_URL_ENV} ({redact(os.environ[TEST_URL_ENV])})"
+    if docker_engine_answers():
+        return "testcontainers (postgres:16-alpine)"
+    return "embedded server (pgserver), no Docker engine answered"
+
+
+@dataclass
+class PgTestServer:
+    """A PostgreSQL server the tests may create and drop databases on."""
+
+    url: URL
+    source: str
+    _stop: Callable[[], None] | None = None
+    _created: list[str] = field(default_factory=list)
+    prefix: str = field(default_factory=lambda: f"ctxstore_t{os.getpid()}_{uuid.uuid4().hex[:6]}")
+
+    def new_name(self, kind: str) -> str:
+        return f"{self.prefix}_{kind}_{uuid.uuid4().hex[:8]}"
+
+    def create(self, name: str, template: str | None = None) -> URL:
+        url = asyncio.run(create_database(self.url, name, template=template))
+        self._created.append(name)
+        return url
+
+    def drop(self, name: str) -> None:
+        asyncio.run(drop_database(self.url, name))
+        if name in self._created:
+            self._created.remove(name)
+
+    def close(self) -> None:
+        for name in list(self._created):
+            try:
+                self.drop(name)
+            except Exception as error:  # keep dropping the rest
+                print(f"could not drop test database {name}: {error}")
+        if self._stop is not None:
+            self._stop()
+
+
+def start_server() -> PgTestServer:
+    explicit = os.environ.get(TEST_URL_ENV)
+    if explicit:
+        return PgTestServer(normalize_url(explicit), planned_source())
+    if docker_engine_answers():
+        from testcontainers.postgres import PostgresContainer  # noqa: PLC0415
+
+        container = PostgresContainer("postgres:16-alpine", driver="asyncpg")
+        container.start()
+        return PgTestServer(
+            normalize_url(container.get_connection_url()), planned_source(), container.stop
+        )
+    from ctxstore.embedded import EmbeddedPostgres  # noqa: PLC0415
+
+    data_dir = tempfile.mkdtemp(prefix="ctxstore-pg-")
+    embedded = EmbeddedPostgres(os.path.join(data_dir, "pgdata"))
+    url = embedded.start()
+
+    def stop() -> None:
+        embedded.stop()
+
+    return PgTestServer(normalize_url(url), planned_source(), stop)
+
+
+def build_template(server: PgTestServer) -> str:
+    """A database migrated to head once; tests copy it with CREATE DATABASE ... TEMPLATE."""
+    name = server.new_name("tpl")
+    url = server.create(name)
+    migrations.upgrade(url)
+    return name

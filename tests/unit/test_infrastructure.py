@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from sqlalchemy import exc as sa_exc
+
+from ctxstore import (
+    ConfigurationError,
+    EmbeddedServerUnavailableError,
+    InvalidInputError,
+    MemoryStorage,
+    Message,
+    StorageError,
+    StorageTimeoutError,
+    StorageUnavailableError,
+)
+from ctxstore import embedded as embedded_module
+from ctxstore.db.engine import normalize_url, redact, url_from_environment
+from ctxstore.db.errors import translate_db_error, translated
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "postgresql://u:p@h:5432/d",
+        "postgres://u:p@h:5432/d",
+        "postgresql+asyncpg://u:p@h:5432/d",
+        "postgresql+psycopg2://u:p@h:5432/d",
+    ],
+)
+def test_urls_normalize_to_asyncpg(raw: str) -> None:
+    url = normalize_url(raw)
+    assert url.drivername == "postgresql+asyncpg"
+    assert (url.host, url.database, url.password) == ("h", "d", "p")
+
+
+@pytest.mark.parametrize("raw", ["mysql://u@h/d", "sqlite:///x.db", "::nonsense::"])
+def test_other_urls_are_refused(raw: str) -> None:
+    with pytest.raises(ConfigurationError):
+        normalize_url(raw)
+
+
+def test_redact_hides_the_password() -> None:
+    shown = redact("postgresql://user:hunter2@db.example:5432/app")
+    assert "hunter2" not in shown
+    assert "user:***@db.example" in shown
+
+
+def test_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXSTORE_DATABASE_URL", "postgresql://a@b/c")
+    assert url_from_environment().database == "c"
+    assert url_from_environment("postgresql://a@b/explicit").database == "explicit"
+    monkeypatch.delenv("CTXSTORE_DATABASE_URL")
+    with pytest.raises(ConfigurationError, match="CTXSTORE_DATABASE_URL"):
+        url_from_environment()
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (asyncpg.exceptions.QueryCanceledError("cancel"), StorageTimeoutError),
+        (asyncpg.exceptions.LockNotAvailableError("lock"), StorageTimeoutError),
+        (asyncpg.exceptions.AdminShutdownError("bye"), StorageUnavailableError),
+        (asyncpg.exceptions.CannotConnectNowError("starting"), StorageUnavailableError),
+        (asyncpg.exceptions.TooManyConnectionsError("full"), StorageUnavailableError),
+        (asyncpg.exceptions.UntranslatableCharacterError("\\u0000"), InvalidInputError),
+        (asyncpg.exceptions.CharacterNotInRepertoireError("bad"), InvalidInputError),
+        (asyncpg.exceptions.ConnectionDoesNotExistError("gone"), StorageUnavailableError),
+        (ConnectionRefusedError(111, "refused"), StorageUnavailableError),
+        (OSError("network down"), StorageUnavailableError),
+        (TimeoutError(), StorageTimeoutError),
+        (TimeoutError(), StorageTimeoutError),
+        (sa_exc.TimeoutError("pool exhausted"), StorageUnavailableError),
+        (asyncpg.exceptions.UniqueViolationError("dup"), StorageError),
+    ],
+)
+def test_driver_errors_map_to_the_hierarchy(error: BaseException, expected: type) -> None:
+    translated_error = translate_db_error(error, "load")
+    assert type(translated_error) is expected
+
+
+def test_translated_keeps_the_cause_and_passes_other_errors() -> None:
+    with pytest.raises(StorageUnavailableError) as caught, translated("save"):
+        raise ConnectionResetError("reset")
+    assert isinstance(caught.value.__cause__, ConnectionResetError)
+    with pytest.raises(KeyError), translated("save"):
+        raise KeyError("a bug stays a bug")
+
+
+async def test_memory_storage_ttl_expires_sessions() -> None:
+    now = [1000.0]
+    storage = MemoryStorage(ttl_seconds=60, clock=lambda: now[0])
+    await storage.save("s", [Message(role="user", content="x")])
+    now[0] += 59
+    assert await storage.exists("s")
+    await storage.save("s", [Message(role="user", content="y")])  # refreshes the TTL
+    now[0] += 59
+    assert [m.content for m in await storage.load("s")] == ["y"]
+    now[0] += 2
+    assert await storage.load("s") == []
+    assert not await storage.exists("s")
+    await storage.save("other", [])
+    now[0] += 61
+    await storage.save("third", [])  # a write sweeps what expired
+    assert len(storage) == 1
+
+
+def test_embedded_server_says_plainly_when_python_is_unsupported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(embedded_module, "SUPPORTED_PYTHONS", ())
+    with pytest.raises(EmbeddedServerUnavailableError) as caught:
+        embedded_module.EmbeddedPostgres("/tmp/unused").start()
+    message = str(caught.value)
+    assert "3.11 and 3.12" in message
+    assert "CTXSTORE_DATABASE_URL" in message
+    assert "docker compose" in message
