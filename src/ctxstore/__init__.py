@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctxstore.context.manager import ContextManager, RetryPolicy
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.errors import (
     ConfigurationError,
@@ -16,21 +17,35 @@ from ctxstore.errors import (
     InvalidSessionIdError,
     MessageTooLargeError,
     MigrationError,
+    RetriesExhaustedError,
+    SessionNotFoundError,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
     UnsupportedFormatError,
 )
-from ctxstore.models import Message, Role
-from ctxstore.storage.base import ContextStorage, Limits
+from ctxstore.models import (
+    ConsultationState,
+    Message,
+    Role,
+    SessionSnapshot,
+    StateChange,
+    Summary,
+    UserProfile,
+    Versioned,
+)
+from ctxstore.storage.base import NEW_SESSION, ContextStorage, Limits, VersionedStorage
 from ctxstore.storage.memory import MemoryStorage
 from ctxstore.storage.postgres import PostgresStorage
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "NEW_SESSION",
     "ConfigurationError",
     "ConflictError",
+    "ConsultationState",
+    "ContextManager",
     "ContextStorage",
     "ContractVersionError",
     "CorruptDataError",
@@ -47,10 +62,19 @@ __all__ = [
     "MessageTooLargeError",
     "MigrationError",
     "PostgresStorage",
+    "RetriesExhaustedError",
+    "RetryPolicy",
     "Role",
+    "SessionNotFoundError",
+    "SessionSnapshot",
+    "StateChange",
     "StorageError",
     "StorageTimeoutError",
     "StorageUnavailableError",
+    "Summary",
     "UnsupportedFormatError",
+    "UserProfile",
+    "Versioned",
+    "VersionedStorage",
     "create_engine",
 ]

@@ -124,3 +124,15 @@ class EmbeddedServerUnavailableError(ConfigurationError):
 
 class MigrationError(CtxStoreError):
     """A schema migration failed."""
+
+
+class SessionNotFoundError(CtxStoreError):
+    """The session does not exist."""
+
+    def __init__(self, message: str | None = None, *, session_id: str | None = None) -> None:
+        self.session_id = session_id
+        super().__init__(message or f"session {session_id!r} does not exist", session_id=session_id)
+
+
+class RetriesExhaustedError(ConflictError):
+    """Concurrent writers kept winning; the change was not applied."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import (
     AwareDatetime,
@@ -18,8 +19,10 @@ from pydantic import (
     field_validator,
 )
 
-from ctxstore.errors import InvalidMessageError
+from ctxstore.errors import InvalidInputError, InvalidMessageError
 from ctxstore.textcheck import json_problem, text_problem
+
+DocumentT = TypeVar("DocumentT")
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: frozenset[str] = frozenset(get_args(Role))
@@ -179,3 +182,116 @@ def construct_trusted(
     _set_slot(message, "__pydantic_extra__", None)
     _set_slot(message, "__pydantic_private__", {"_core_digest": core_digest})
     return message
+
+
+# -- consultation documents ---------------------------------------------------------------
+
+#: Formats this code writes (LEGACY_FORMATS.md).
+STATE_FORMAT = 2
+SUMMARY_FORMAT = 1
+PROFILE_FORMAT = 1
+
+
+class _Document(BaseModel):
+    """A JSON document stored as jsonb: fields this code doesn't know are kept."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    @classmethod
+    def parse(cls, data: Any) -> Any:
+        """Validate ``data`` (a mapping or an instance), raising InvalidInputError."""
+        if isinstance(data, cls):
+            data = data.model_dump(mode="json")
+        try:
+            document = cls.model_validate(data)
+        except ValidationError as error:
+            raise InvalidInputError(f"{cls.__name__}: {_describe(error)}") from error
+        problem = json_problem(document.model_dump(mode="json"))
+        if problem:
+            raise InvalidInputError(f"{cls.__name__}: {problem}")
+        return document
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document as stored, unknown fields included."""
+        return self.model_dump(mode="json")
+
+
+class ConsultationState(_Document):
+    """The structured state of a consultation (format 2, the Context Contract example)."""
+
+    stage: StrictStr = Field(min_length=1)
+    chief_complaint: StrictStr | None = None
+    body_parts: list[StrictStr] = Field(default_factory=list)
+    symptoms: list[StrictStr] = Field(default_factory=list)
+    duration: StrictStr | None = None
+    aggravating_factors: list[StrictStr] = Field(default_factory=list)
+    pain_level: int | None = Field(default=None, ge=0, le=10)
+    swelling: bool | None = None
+    trauma: bool | None = None
+    red_flags: list[StrictStr] = Field(default_factory=list)
+    missing_slots: list[StrictStr] = Field(default_factory=list)
+    last_question: StrictStr | None = None
+    pending_answer_for: list[StrictStr] = Field(default_factory=list)
+
+
+class UserProfile(_Document):
+    """What the assistant knows of a user across sessions (the contract's user_profile)."""
+
+    age: int | None = Field(default=None, ge=0, le=150)
+    gender: StrictStr | None = None
+    exercise_habit: StrictStr | None = None
+    known_limitations: list[StrictStr] = Field(default_factory=list)
+
+
+class Summary(BaseModel):
+    """One version of a session's conversation summary."""
+
+    model_config = ConfigDict(frozen=True)
+
+    summary_version: int = Field(ge=1)
+    text: StrictStr
+    #: Position of the last message the summary covers (-1: none).
+    covers_until: int = Field(ge=-1)
+    created_at: AwareDatetime
+    token_count: int | None = Field(default=None, ge=0)
+
+
+@dataclass(frozen=True)
+class Versioned(Generic[DocumentT]):
+    """A stored document with the version that optimistic concurrency checks against."""
+
+    value: DocumentT
+    version: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """One accepted version of a consultation state, from the history table."""
+
+    version: int
+    state: ConsultationState
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """Everything about a session, read from one consistent database snapshot.
+
+    Versions are 0 where there is nothing (a missing session, no summary, ...).
+    """
+
+    session_id: str
+    exists: bool
+    version: int
+    user_id: str | None
+    messages: list[Message]
+    summary: Summary | None
+    state: ConsultationState | None
+    state_version: int
+    profile: UserProfile | None
+    profile_version: int
+
+    @property
+    def summary_version(self) -> int:
+        return self.summary.summary_version if self.summary is not None else 0

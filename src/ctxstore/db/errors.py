@@ -9,8 +9,10 @@ from contextlib import contextmanager
 from sqlalchemy import exc as sa_exc
 
 from ctxstore.errors import (
+    ConflictError,
     CtxStoreError,
     InvalidInputError,
+    SessionNotFoundError,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
@@ -79,15 +81,25 @@ def _is_asyncpg_connection_error(error: BaseException) -> bool:
 
 
 @contextmanager
-def translated(action: str) -> Iterator[None]:
-    """Re-raise anything but a ctxstore error as one, keeping the original as the cause."""
+def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[None]:
+    """Re-raise anything but a ctxstore error as one, keeping the original as the cause.
+
+    ``conflict_on_duplicate``: for writes whose version is a key, a unique violation means
+    a concurrent writer took that version (ConflictError), and a foreign-key violation
+    means the session was deleted meanwhile (SessionNotFoundError).
+    """
     try:
         yield
     except CtxStoreError:
         raise
-    except (sa_exc.SQLAlchemyError, OSError, TimeoutError) as error:
-        raise translate_db_error(error, action) from error
     except Exception as error:
-        if type(error).__module__.startswith("asyncpg"):
-            raise translate_db_error(error, action) from error
-        raise
+        if not isinstance(error, sa_exc.SQLAlchemyError | OSError | TimeoutError) and not type(
+            error
+        ).__module__.startswith("asyncpg"):
+            raise
+        code = _sqlstate(error)
+        if conflict_on_duplicate and code == "23505":
+            raise ConflictError(f"{action}: a concurrent writer stored that version") from error
+        if conflict_on_duplicate and code == "23503":
+            raise SessionNotFoundError(f"{action}: the session was deleted") from error
+        raise translate_db_error(error, action) from error

@@ -8,11 +8,13 @@ matches these definitions exactly.  Every key of a session-scoped table starts w
 from __future__ import annotations
 
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     CheckConstraint,
     Column,
     DateTime,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -45,7 +47,9 @@ sessions = Table(
     Column("message_count", Integer, nullable=False, server_default=text("0")),
     # SHA-256 over the concatenated message digests: lets a save recognise "same prefix,
     # new messages appended" without reading the stored messages back.
-    Column("content_hash", LargeBinary, nullable=False),
+    # NULL after an append by a process that did not know the previous hash; the next
+    # full-overwrite save recomputes it from the stored digests.
+    Column("content_hash", LargeBinary, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     Column("expires_at", DateTime(timezone=True), nullable=True),
@@ -53,6 +57,7 @@ sessions = Table(
         f"char_length(session_id) BETWEEN 1 AND {MAX_SESSION_ID_LENGTH}", name="session_id_length"
     ),
     CheckConstraint("message_count >= 0", name="message_count_non_negative"),
+    Index("ix_sessions_user_id", "user_id"),
 )
 
 messages = Table(
@@ -87,4 +92,85 @@ messages = Table(
     CheckConstraint(
         "metadata IS NULL OR jsonb_typeof(metadata) = 'object'", name="metadata_object"
     ),
+)
+
+
+def _session_key() -> Column[str]:
+    return Column(
+        "session_id",
+        Text,
+        ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+
+
+summaries = Table(
+    "summaries",
+    metadata,
+    _session_key(),
+    Column("summary_version", Integer, primary_key=True),
+    Column("text", Text, nullable=False),
+    # Position of the last message the summary covers.
+    Column("covers_until", Integer, nullable=False),
+    Column("token_count", Integer, nullable=True),
+    Column("format_version", SmallInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    CheckConstraint("summary_version >= 1", name="summary_version_positive"),
+    CheckConstraint("covers_until >= -1", name="covers_until_valid"),
+)
+
+
+def _state_columns() -> list[Column[object]]:
+    """The consultation state's analytics fields as typed columns, plus the whole document."""
+    return [
+        Column("stage", Text, nullable=False),
+        Column("chief_complaint", Text, nullable=True),
+        Column("body_parts", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+        Column("symptoms", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+        Column("red_flags", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+        Column("pain_level", SmallInteger, nullable=True),
+        Column("duration", Text, nullable=True),
+        Column("document", JSONB, nullable=False),
+        Column("format_version", SmallInteger, nullable=False),
+    ]
+
+
+consultation_states = Table(
+    "consultation_states",
+    metadata,
+    _session_key(),
+    Column("version", BigInteger, nullable=False),
+    *_state_columns(),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    CheckConstraint("version >= 1", name="version_positive"),
+)
+
+# Every accepted state version, for stage transitions and the analytics funnel.
+consultation_state_history = Table(
+    "consultation_state_history",
+    metadata,
+    _session_key(),
+    Column("version", BigInteger, primary_key=True),
+    *_state_columns(),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+)
+
+# Belongs to the user, not a session: deleting a session leaves it.
+user_profiles = Table(
+    "user_profiles",
+    metadata,
+    Column("user_id", Text, primary_key=True),
+    Column("version", BigInteger, nullable=False),
+    Column("age", SmallInteger, nullable=True),
+    Column("gender", Text, nullable=True),
+    Column("exercise_habit", Text, nullable=True),
+    Column("known_limitations", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+    Column("document", JSONB, nullable=False),
+    Column("format_version", SmallInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    CheckConstraint(
+        f"char_length(user_id) BETWEEN 1 AND {MAX_SESSION_ID_LENGTH}", name="user_id_length"
+    ),
+    CheckConstraint("version >= 1", name="version_positive"),
 )

@@ -7,24 +7,53 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ctxstore.db.tables import MAX_SESSION_ID_LENGTH
-from ctxstore.errors import InvalidMessageError, InvalidSessionIdError, MessageTooLargeError
-from ctxstore.models import ROLES, Message, digest_of
+from ctxstore.errors import (
+    InvalidInputError,
+    InvalidMessageError,
+    InvalidSessionIdError,
+    MessageTooLargeError,
+)
+from ctxstore.models import (
+    ROLES,
+    ConsultationState,
+    Message,
+    SessionSnapshot,
+    StateChange,
+    Summary,
+    UserProfile,
+    Versioned,
+    digest_of,
+)
 from ctxstore.textcheck import json_problem, text_problem, utf8_size_exceeds
 
 MessageInput = Message | Mapping[str, Any]
 
 
+#: ``expected_version`` meaning "the session must not exist yet".
+NEW_SESSION = 0
+
+
 @runtime_checkable
 class ContextStorage(Protocol):
-    """Where a session's messages live.
+    """Where a session's messages live (the original Go design's contract).
 
-    - ``save`` fully overwrites the session's message list, atomically.
+    - ``save`` fully overwrites the session's message list, atomically, and returns the
+      session's new version.  With ``expected_version`` it succeeds only if the stored
+      version equals it (``NEW_SESSION``: must not exist yet), else ``ConflictError``;
+      without it the last write wins.
     - ``load`` returns exactly what was saved; ``[]`` for a missing session.
     - ``delete`` removes everything of the session and is idempotent.
     - ``exists`` tells an empty session (saved with ``[]``) from a missing one.
     """
 
-    async def save(self, session_id: str, messages: Sequence[MessageInput]) -> None: ...
+    async def save(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int: ...
 
     async def load(self, session_id: str) -> list[Message]: ...
 
@@ -33,6 +62,66 @@ class ContextStorage(Protocol):
     async def exists(self, session_id: str) -> bool: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class VersionedStorage(ContextStorage, Protocol):
+    """The whole consultation: versions, appends, summaries, state, profiles, snapshots."""
+
+    async def version(self, session_id: str) -> int:
+        """The session's version; 0 when it does not exist."""
+        ...
+
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Add messages after the stored ones (creating the session); the new version."""
+        ...
+
+    async def save_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        covers_until: int,
+        token_count: int | None = None,
+        expected_version: int | None = None,
+    ) -> Summary:
+        """Store the next summary version (``expected_version``: the latest one seen)."""
+        ...
+
+    async def load_summary(
+        self, session_id: str, summary_version: int | None = None
+    ) -> Summary | None: ...
+
+    async def save_state(
+        self,
+        session_id: str,
+        state: ConsultationState | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int: ...
+
+    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None: ...
+
+    async def state_history(self, session_id: str) -> list[StateChange]: ...
+
+    async def save_profile(
+        self,
+        user_id: str,
+        profile: UserProfile | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int: ...
+
+    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
+
+    async def snapshot(self, session_id: str) -> SessionSnapshot: ...
 
 
 @dataclass(frozen=True)
@@ -48,19 +137,49 @@ DEFAULT_LIMITS = Limits()
 
 
 def check_session_id(session_id: object, limits: Limits = DEFAULT_LIMITS) -> str:
-    if not isinstance(session_id, str):
-        raise InvalidSessionIdError(f"session id must be a string, not {type(session_id).__name__}")
-    if not session_id:
-        raise InvalidSessionIdError("session id must not be empty")
-    if len(session_id) > limits.max_session_id_length:
-        raise InvalidSessionIdError(
-            f"session id is {len(session_id)} characters; the limit is "
-            f"{limits.max_session_id_length}"
+    return _check_id(session_id, "session id", InvalidSessionIdError, limits)
+
+
+def check_user_id(user_id: object, limits: Limits = DEFAULT_LIMITS) -> str:
+    return _check_id(user_id, "user id", InvalidInputError, limits)
+
+
+def check_expected_version(expected_version: object) -> int | None:
+    if expected_version is None:
+        return None
+    if type(expected_version) is not int or expected_version < 0:
+        raise InvalidInputError(
+            f"expected_version must be a non-negative int or None, not {expected_version!r}"
         )
-    problem = text_problem(session_id)
+    return expected_version
+
+
+def _check_id(value: object, what: str, error: type[InvalidInputError], limits: Limits) -> str:
+    if not isinstance(value, str):
+        raise error(f"{what} must be a string, not {type(value).__name__}")
+    if not value:
+        raise error(f"{what} must not be empty")
+    if len(value) > limits.max_session_id_length:
+        raise error(
+            f"{what} is {len(value)} characters; the limit is {limits.max_session_id_length}"
+        )
+    problem = text_problem(value)
     if problem:
-        raise InvalidSessionIdError(f"session id {problem}")
-    return session_id
+        raise error(f"{what} {problem}")
+    return value
+
+
+def check_summary_input(text: object, covers_until: object, token_count: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"summary text must be a string, not {type(text).__name__}")
+    problem = text_problem(text)
+    if problem:
+        raise InvalidInputError(f"summary text {problem}")
+    if type(covers_until) is not int or covers_until < -1:
+        raise InvalidInputError(f"covers_until must be an int >= -1, not {covers_until!r}")
+    if token_count is not None and (type(token_count) is not int or token_count < 0):
+        raise InvalidInputError(f"token_count must be a non-negative int, not {token_count!r}")
+    return text
 
 
 def coerce_messages(messages: object, limits: Limits = DEFAULT_LIMITS) -> list[Message]:

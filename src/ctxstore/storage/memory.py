@@ -4,33 +4,59 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import TracebackType
+from typing import Any
 
-from ctxstore.models import Message
+from ctxstore.errors import ConflictError, InvalidInputError, SessionNotFoundError
+from ctxstore.models import (
+    ConsultationState,
+    Message,
+    SessionSnapshot,
+    StateChange,
+    Summary,
+    UserProfile,
+    Versioned,
+)
 from ctxstore.storage.base import (
     DEFAULT_LIMITS,
+    NEW_SESSION,
     Limits,
     MessageInput,
+    check_expected_version,
     check_new_message,
     check_session_id,
+    check_summary_input,
+    check_user_id,
     coerce_messages,
 )
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass
-class _Entry:
-    messages: tuple[Message, ...]
+class _Session:
+    messages: list[Message]
     version: int
     expires_at: float | None
+    user_id: str | None = None
+    summaries: list[Summary] = field(default_factory=list)
+    state: Versioned[ConsultationState] | None = None
+    history: list[StateChange] = field(default_factory=list)
 
 
 class MemoryStorage:
-    """A dict of sessions behind an asyncio lock.
+    """Sessions in a dict behind an asyncio lock: the reference implementation.
 
-    ``ttl_seconds`` bounds how long an untouched session lives, so a long-running dev
-    server cannot leak memory; expired sessions behave as missing and are swept on write.
+    Every operation runs under one lock, so each is atomic and the version checks are
+    exact.  ``ttl_seconds`` bounds how long an untouched session lives, so a long-running
+    dev server cannot leak memory; expired sessions behave as missing and are swept on
+    write.  Stored values are deep copies: a caller mutating its objects later changes
+    nothing here.
     """
 
     def __init__(
@@ -40,7 +66,8 @@ class MemoryStorage:
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._sessions: dict[str, _Entry] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._profiles: dict[str, Versioned[UserProfile]] = {}
         self._lock = asyncio.Lock()
         self._ttl = ttl_seconds
         self._limits = limits
@@ -60,8 +87,14 @@ class MemoryStorage:
     async def close(self) -> None:
         async with self._lock:
             self._sessions.clear()
+            self._profiles.clear()
 
-    def _live(self, session_id: str) -> _Entry | None:
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    # -- helpers (call with the lock held) ----------------------------------------------
+
+    def _live(self, session_id: str) -> _Session | None:
         entry = self._sessions.get(session_id)
         if entry is not None and entry.expires_at is not None and entry.expires_at <= self._clock():
             del self._sessions[session_id]
@@ -69,31 +102,94 @@ class MemoryStorage:
         return entry
 
     def _sweep(self) -> None:
+        if self._ttl is None:
+            return
         now = self._clock()
-        expired = [
-            key
-            for key, entry in self._sessions.items()
-            if entry.expires_at is not None and entry.expires_at <= now
-        ]
-        for key in expired:
+        for key in [k for k, e in self._sessions.items() if e.expires_at and e.expires_at <= now]:
             del self._sessions[key]
 
-    async def save(self, session_id: str, messages: Sequence[MessageInput]) -> None:
-        check_session_id(session_id, self._limits)
+    def _expiry(self) -> float | None:
+        return self._clock() + self._ttl if self._ttl is not None else None
+
+    @staticmethod
+    def _check_version(session_id: str, current: int, expected: int | None) -> None:
+        if expected is not None and expected != current:
+            raise ConflictError(
+                f"session {session_id!r} is at version {current}, not {expected}",
+                session_id=session_id,
+                current_version=current,
+                expected_version=expected,
+            )
+
+    def _validated(self, messages: Sequence[MessageInput], offset: int = 0) -> list[Message]:
         validated = coerce_messages(messages, self._limits)
         for position, message in enumerate(validated):
-            check_new_message(message, position, self._limits)
-        # Deep copies: later mutation of the caller's metadata must not change stored data.
-        stored = tuple(message.model_copy(deep=True) for message in validated)
+            check_new_message(message, offset + position, self._limits)
+        return [message.model_copy(deep=True) for message in validated]
+
+    def _existing(self, session_id: str) -> _Session:
+        entry = self._live(session_id)
+        if entry is None:
+            raise SessionNotFoundError(session_id=session_id)
+        return entry
+
+    # -- messages -------------------------------------------------------------------------
+
+    async def save(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        check_session_id(session_id, self._limits)
+        expected = check_expected_version(expected_version)
+        if user_id is not None:
+            check_user_id(user_id, self._limits)
+        stored = self._validated(messages)
         async with self._lock:
-            if self._ttl is not None:
-                self._sweep()
-            previous = self._live(session_id)
-            self._sessions[session_id] = _Entry(
-                messages=stored,
-                version=(previous.version if previous else 0) + 1,
-                expires_at=self._clock() + self._ttl if self._ttl is not None else None,
-            )
+            self._sweep()
+            entry = self._live(session_id)
+            self._check_version(session_id, entry.version if entry else NEW_SESSION, expected)
+            if entry is None:
+                entry = _Session(messages=[], version=0, expires_at=None)
+                self._sessions[session_id] = entry
+            entry.messages = stored
+            entry.version += 1
+            entry.expires_at = self._expiry()
+            if user_id is not None:
+                entry.user_id = user_id
+            return entry.version
+
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        check_session_id(session_id, self._limits)
+        expected = check_expected_version(expected_version)
+        if user_id is not None:
+            check_user_id(user_id, self._limits)
+        async with self._lock:
+            self._sweep()
+            entry = self._live(session_id)
+            self._check_version(session_id, entry.version if entry else NEW_SESSION, expected)
+            added = self._validated(messages, len(entry.messages) if entry else 0)
+            if len(added) + (len(entry.messages) if entry else 0) > self._limits.max_messages:
+                raise InvalidInputError(f"more than {self._limits.max_messages} messages")
+            if entry is None:
+                entry = _Session(messages=[], version=0, expires_at=None)
+                self._sessions[session_id] = entry
+            entry.messages.extend(added)
+            entry.version += 1
+            entry.expires_at = self._expiry()
+            if user_id is not None:
+                entry.user_id = user_id
+            return entry.version
 
     async def load(self, session_id: str) -> list[Message]:
         check_session_id(session_id, self._limits)
@@ -102,6 +198,12 @@ class MemoryStorage:
             if entry is None:
                 return []
             return [message.model_copy(deep=True) for message in entry.messages]
+
+    async def version(self, session_id: str) -> int:
+        check_session_id(session_id, self._limits)
+        async with self._lock:
+            entry = self._live(session_id)
+            return entry.version if entry else 0
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id, self._limits)
@@ -113,5 +215,149 @@ class MemoryStorage:
         async with self._lock:
             return self._live(session_id) is not None
 
-    def __len__(self) -> int:
-        return len(self._sessions)
+    # -- summaries --------------------------------------------------------------------------
+
+    async def save_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        covers_until: int,
+        token_count: int | None = None,
+        expected_version: int | None = None,
+    ) -> Summary:
+        check_session_id(session_id, self._limits)
+        check_summary_input(text, covers_until, token_count)
+        expected = check_expected_version(expected_version)
+        async with self._lock:
+            entry = self._existing(session_id)
+            latest = entry.summaries[-1].summary_version if entry.summaries else 0
+            if expected is not None and expected != latest:
+                raise ConflictError(
+                    f"summary of {session_id!r} is at version {latest}, not {expected}",
+                    session_id=session_id,
+                    current_version=latest,
+                    expected_version=expected,
+                )
+            if covers_until >= len(entry.messages):
+                raise InvalidInputError(
+                    f"covers_until {covers_until} is past the session's "
+                    f"{len(entry.messages)} messages"
+                )
+            summary = Summary(
+                summary_version=latest + 1,
+                text=text,
+                covers_until=covers_until,
+                created_at=_now(),
+                token_count=token_count,
+            )
+            entry.summaries.append(summary)
+            return summary
+
+    async def load_summary(
+        self, session_id: str, summary_version: int | None = None
+    ) -> Summary | None:
+        check_session_id(session_id, self._limits)
+        async with self._lock:
+            entry = self._live(session_id)
+            if entry is None or not entry.summaries:
+                return None
+            if summary_version is None:
+                return entry.summaries[-1]
+            for summary in entry.summaries:
+                if summary.summary_version == summary_version:
+                    return summary
+            return None
+
+    # -- consultation state -----------------------------------------------------------------
+
+    async def save_state(
+        self,
+        session_id: str,
+        state: ConsultationState | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        check_session_id(session_id, self._limits)
+        parsed: ConsultationState = ConsultationState.parse(state)
+        expected = check_expected_version(expected_version)
+        async with self._lock:
+            entry = self._existing(session_id)
+            current = entry.state.version if entry.state else 0
+            self._check_version(session_id, current, expected)
+            now = _now()
+            stored = parsed.model_copy(deep=True)
+            entry.state = Versioned(stored, current + 1, now)
+            entry.history.append(StateChange(current + 1, stored.model_copy(deep=True), now))
+            return current + 1
+
+    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
+        check_session_id(session_id, self._limits)
+        async with self._lock:
+            entry = self._live(session_id)
+            if entry is None or entry.state is None:
+                return None
+            state = entry.state
+            return Versioned(state.value.model_copy(deep=True), state.version, state.updated_at)
+
+    async def state_history(self, session_id: str) -> list[StateChange]:
+        check_session_id(session_id, self._limits)
+        async with self._lock:
+            entry = self._live(session_id)
+            return list(entry.history) if entry else []
+
+    # -- user profiles ----------------------------------------------------------------------
+
+    async def save_profile(
+        self,
+        user_id: str,
+        profile: UserProfile | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        check_user_id(user_id, self._limits)
+        parsed: UserProfile = UserProfile.parse(profile)
+        expected = check_expected_version(expected_version)
+        async with self._lock:
+            current = self._profiles.get(user_id)
+            version = current.version if current else 0
+            if expected is not None and expected != version:
+                raise ConflictError(
+                    f"profile of {user_id!r} is at version {version}, not {expected}",
+                    current_version=version,
+                    expected_version=expected,
+                )
+            self._profiles[user_id] = Versioned(parsed.model_copy(deep=True), version + 1, _now())
+            return version + 1
+
+    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        check_user_id(user_id, self._limits)
+        async with self._lock:
+            current = self._profiles.get(user_id)
+            if current is None:
+                return None
+            return Versioned(
+                current.value.model_copy(deep=True), current.version, current.updated_at
+            )
+
+    # -- snapshot -----------------------------------------------------------------------------
+
+    async def snapshot(self, session_id: str) -> SessionSnapshot:
+        check_session_id(session_id, self._limits)
+        async with self._lock:
+            entry = self._live(session_id)
+            if entry is None:
+                return SessionSnapshot(session_id, False, 0, None, [], None, None, 0, None, 0)
+            profile = self._profiles.get(entry.user_id) if entry.user_id else None
+            return SessionSnapshot(
+                session_id=session_id,
+                exists=True,
+                version=entry.version,
+                user_id=entry.user_id,
+                messages=[message.model_copy(deep=True) for message in entry.messages],
+                summary=entry.summaries[-1] if entry.summaries else None,
+                state=entry.state.value.model_copy(deep=True) if entry.state else None,
+                state_version=entry.state.version if entry.state else 0,
+                profile=profile.value.model_copy(deep=True) if profile else None,
+                profile_version=profile.version if profile else 0,
+            )

@@ -11,14 +11,18 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, select, update
+from sqlalchemy import BigInteger, Text, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from ctxstore.db.tables import messages, sessions
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER
 
 EMPTY_HASH = hashlib.sha256(b"").digest()
+
+Hasher = Any  # hashlib's HASH object (not importable for annotations)
 
 _M_COLUMNS = ", ".join(f"m.{name}" for name in MESSAGE_COLUMN_ORDER)
 
@@ -32,15 +36,32 @@ SELECT {_M_COLUMNS}, s.message_count, s.content_hash
  ORDER BY m.seq
 """
 
-# Append new messages only if the session still holds exactly the list the caller
-# extended (same count, same content hash).  Under READ COMMITTED a concurrent save makes
-# the UPDATE re-check its WHERE against the new row version, so a lost race returns no
-# row and writes nothing; the caller then takes the locked path.
-APPEND_IF_UNCHANGED = """
+
+def _new_messages(first: int) -> str:
+    """unnest() of the new messages' columns: nine array parameters from ``$first`` on.
+
+    The arrays are built by PostgresStorage's ``_append_arrays``, in this order.
+    """
+    p = [f"${first + i}" for i in range(9)]
+    return f"""
+unnest({p[0]}::int[], {p[1]}::text[], {p[2]}::text[], {p[3]}::text[],
+       {p[4]}::timestamptz[], {p[5]}::int[], {p[6]}::text[], {p[7]}::jsonb[],
+       {p[8]}::bytea[])
+    AS m(seq, role, content, turn_id, ts, ts_offset, name, metadata, digest)"""
+
+
+# save()'s fast path.  Append the new messages only if the session still holds exactly
+# the list the caller extended (same count $2, same content hash $3) and, when given, is
+# at the expected version $17.  Under READ COMMITTED a concurrent save makes the UPDATE
+# re-check its WHERE against the new row version, so a lost race returns no row and
+# writes nothing; the caller then takes the locked path.
+APPEND_IF_UNCHANGED = f"""
 WITH updated AS (
     UPDATE sessions
-       SET message_count = $4, content_hash = $5, version = version + 1, updated_at = now()
+       SET message_count = $4, content_hash = $5, version = version + 1, updated_at = now(),
+           user_id = coalesce($16, user_id)
      WHERE session_id = $1 AND message_count = $2 AND content_hash = $3
+       AND ($17::bigint IS NULL OR version = $17)
  RETURNING version
 ), inserted AS (
     INSERT INTO messages
@@ -48,17 +69,79 @@ WITH updated AS (
             format_version)
     SELECT $1, m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
            m.digest, $15
-      FROM unnest($6::int[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
-                  $11::int[], $12::text[], $13::jsonb[], $14::bytea[])
-           AS m(seq, role, content, turn_id, ts, ts_offset, name, metadata, digest)
+      FROM {_new_messages(6)}
      WHERE EXISTS (SELECT FROM updated)
 )
 SELECT version FROM updated
 """
 
+
+def _append_statement(target: str) -> str:
+    """append(): ``target`` claims positions on the session row; the messages take them.
+
+    The session row's lock serializes appends and positions come from its message_count,
+    so concurrent appends never collide or leave gaps.  Shared parameters: $1 session,
+    $2 user, $3 number of new messages, $4 hash of the new messages alone (for a new
+    session), $5-$13 the new messages (seq relative to the first), $14 their format.
+    """
+    return f"""
+WITH target AS ({target}),
+inserted AS (
+    INSERT INTO messages
+           (session_id, seq, role, content, turn_id, ts, ts_offset, name, metadata, digest,
+            format_version)
+    SELECT $1, t.start + m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name,
+           m.metadata, m.digest, $14
+      FROM target AS t, {_new_messages(5)}
+)
+SELECT start, version FROM target
+"""
+
+
+# The new content hash: of the new messages alone ($4) when nothing was stored, else
+# $17, the hash this process last knew ($16, for $15 messages) extended by the new
+# messages, if that knowledge was right; else NULL (the next save recomputes it from the
+# stored digests).
+_EXTEND_SESSION = """
+       message_count = s.message_count + $3,
+       content_hash = CASE WHEN s.message_count = 0 THEN $4::bytea
+                           WHEN s.message_count = $15 AND s.content_hash = $16
+                           THEN $17::bytea END,
+       version = s.version + 1,
+       user_id = coalesce($2, s.user_id),
+       updated_at = now()"""
+
+APPEND = _append_statement(f"""
+    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version)
+    VALUES ($1, $2, $3, $4, 1)
+    ON CONFLICT (session_id) DO UPDATE SET {_EXTEND_SESSION}
+    RETURNING s.message_count - $3 AS start, s.version""")
+
+# expected_version = 0: only if the session does not exist yet.
+APPEND_TO_NEW = _append_statement("""
+    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version)
+    VALUES ($1, $2, $3, $4, 1)
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING 0 AS start, s.version""")
+
+# expected_version = $18.
+APPEND_AT_VERSION = _append_statement(f"""
+    UPDATE sessions AS s SET {_EXTEND_SESSION}
+     WHERE s.session_id = $1 AND s.version = $18
+    RETURNING s.message_count - $3 AS start, s.version""")
+
+SESSION_VERSION = "SELECT version FROM sessions WHERE session_id = $1"
+
+# The locked save: PostgreSQL checks the expected version while taking the row lock.
 LOCK_SESSION = (
     select(sessions.c.message_count, sessions.c.content_hash, sessions.c.version)
-    .where(sessions.c.session_id == bindparam("sid"))
+    .where(
+        sessions.c.session_id == bindparam("sid"),
+        or_(
+            bindparam("expected", type_=BigInteger) == None,  # noqa: E711 - SQL IS NULL
+            sessions.c.version == bindparam("expected", type_=BigInteger),
+        ),
+    )
     .with_for_update()
 )
 
@@ -81,13 +164,15 @@ DELETE_FROM_POSITION = delete(messages).where(
 
 FINISH_SAVE = (
     update(sessions)
-    .where(sessions.c.session_id == bindparam("sid"))
+    .where(sessions.c.session_id == bindparam("sid"), sessions.c.version == bindparam("old"))
     .values(
         message_count=bindparam("count"),
         content_hash=bindparam("hash"),
-        version=bindparam("new_version"),
+        version=sessions.c.version + 1,
         updated_at=func.now(),
+        user_id=func.coalesce(bindparam("user_id", type_=Text), sessions.c.user_id),
     )
+    .returning(sessions.c.version)
 )
 
 INSERT_MESSAGES = messages.insert()
@@ -97,33 +182,48 @@ DELETE_SESSION = delete(sessions).where(sessions.c.session_id == bindparam("sid"
 SESSION_EXISTS = select(sessions.c.version).where(sessions.c.session_id == bindparam("sid"))
 
 
-def prefix_and_total_hash(digests: Sequence[bytes], prefix: int) -> tuple[bytes, bytes]:
-    """Content hashes of ``digests[:prefix]`` and of all of ``digests``, in one pass."""
+def prefix_and_total_hash(digests: Sequence[bytes], prefix: int) -> tuple[bytes, Hasher]:
+    """Content hash of ``digests[:prefix]``, and a hasher that has taken all of them."""
     hasher = hashlib.sha256(b"".join(digests[:prefix]))
     prefix_hash = hasher.digest()
     hasher.update(b"".join(digests[prefix:]))
-    return prefix_hash, hasher.digest()
+    return prefix_hash, hasher
+
+
+@dataclass(frozen=True)
+class Known:
+    """What this process last saw of a session: its message count and content hash.
+
+    ``hasher`` (when known) has consumed every message digest, so appending can extend the
+    hash without the earlier digests.
+    """
+
+    count: int
+    content_hash: bytes
+    hasher: Hasher | None
 
 
 class KnownSessions:
-    """What this process last saw of each session: (message count, content hash).
+    """The last Known state of each session this process wrote or read.
 
-    Only a hint for the one-statement append; PostgreSQL re-checks it, so a stale entry
+    Only a hint for one-statement writes; PostgreSQL re-checks it, so a stale entry
     costs a fallback, never correctness.  Bounded, least recently used first out.
     """
 
     def __init__(self, capacity: int = 10_000) -> None:
-        self._entries: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+        self._entries: OrderedDict[str, Known] = OrderedDict()
         self._capacity = capacity
 
-    def get(self, session_id: str) -> tuple[int, bytes] | None:
+    def get(self, session_id: str) -> Known | None:
         entry = self._entries.get(session_id)
         if entry is not None:
             self._entries.move_to_end(session_id)
         return entry
 
-    def remember(self, session_id: str, count: int, content_hash: bytes) -> None:
-        self._entries[session_id] = (count, content_hash)
+    def remember(
+        self, session_id: str, count: int, content_hash: bytes, hasher: Hasher | None = None
+    ) -> None:
+        self._entries[session_id] = Known(count, content_hash, hasher)
         self._entries.move_to_end(session_id)
         if len(self._entries) > self._capacity:
             self._entries.popitem(last=False)

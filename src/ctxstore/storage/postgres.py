@@ -1,9 +1,10 @@
-"""PostgreSQL storage: one row per message, delta writes, one transaction per save."""
+"""PostgreSQL storage: one row per message, delta writes, versions checked by PostgreSQL."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
@@ -13,16 +14,31 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.db.errors import translated
-from ctxstore.errors import CorruptDataError
+from ctxstore.errors import ConflictError, CorruptDataError
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, rows_to_messages
-from ctxstore.models import MESSAGE_FORMAT, Message, full_digest
+from ctxstore.models import (
+    MESSAGE_FORMAT,
+    ConsultationState,
+    Message,
+    SessionSnapshot,
+    StateChange,
+    Summary,
+    UserProfile,
+    Versioned,
+    full_digest,
+)
+from ctxstore.storage import pg_documents as docs
 from ctxstore.storage import pg_sql
 from ctxstore.storage.base import (
     DEFAULT_LIMITS,
+    NEW_SESSION,
     Limits,
     MessageInput,
+    check_expected_version,
     check_new_message,
     check_session_id,
+    check_summary_input,
+    check_user_id,
     coerce_messages,
     message_digests,
 )
@@ -51,9 +67,9 @@ def _message_row(session_id: str, seq: int, message: Message) -> dict[str, Any]:
     }
 
 
-def _append_arrays(start: int, new: Sequence[Message]) -> list[list[Any]]:
-    """Column arrays for APPEND_IF_UNCHANGED's unnest(), in its parameter order."""
-    rows = [_message_row("", start + index, message) for index, message in enumerate(new)]
+def _append_arrays(first_seq: int, new: Sequence[Message]) -> list[list[Any]]:
+    """Column arrays for pg_sql's unnest() of new messages, in its parameter order."""
+    rows = [_message_row("", first_seq + index, message) for index, message in enumerate(new)]
     return [
         [row["seq"] for row in rows],
         [row["role"] for row in rows],
@@ -68,8 +84,17 @@ def _append_arrays(start: int, new: Sequence[Message]) -> list[list[Any]]:
     ]
 
 
+def _conflict(session_id: str, current: int, expected: int | None) -> ConflictError:
+    return ConflictError(
+        f"session {session_id!r} is at version {current}, not {expected}",
+        session_id=session_id,
+        current_version=current,
+        expected_version=expected,
+    )
+
+
 class PostgresStorage:
-    """ContextStorage on PostgreSQL through SQLAlchemy Core and asyncpg.
+    """ContextStorage (and VersionedStorage) on PostgreSQL via SQLAlchemy Core and asyncpg.
 
     ``save`` keeps full-overwrite semantics but writes only the difference.  The sessions
     row holds a hash of the stored list, so "same messages plus a new turn" is recognised
@@ -81,6 +106,10 @@ class PostgresStorage:
       session row, compares hashes, and inserts the delta.  An edited or truncated
       history reads the stored 32-byte digests (never the messages) to find where the
       lists part, then rewrites from there.
+
+    Versions: every accepted save or append bumps the session's version.  With
+    ``expected_version`` the write happens only if PostgreSQL finds the row at that
+    version (in the WHERE of the statement that locks or updates it).
     """
 
     def __init__(
@@ -131,8 +160,8 @@ class PostgresStorage:
     async def _driver(self) -> AsyncIterator[Any]:
         """The asyncpg connection under a pooled SQLAlchemy connection.
 
-        A connection that broke while we used it directly is invalidated, so the pool
-        does not hand it out again.
+        Single statements sent here are their own transactions.  A connection that broke
+        while in use is invalidated, so the pool does not hand it out again.
         """
         async with self._engine.connect() as conn:
             driver = (await conn.get_raw_connection()).driver_connection
@@ -143,52 +172,73 @@ class PostgresStorage:
                     await conn.invalidate()
                 raise
 
-    # -- save -----------------------------------------------------------------------
+    # -- save ---------------------------------------------------------------------------------
 
-    async def save(self, session_id: str, messages_in: Sequence[MessageInput]) -> None:
+    async def save(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
         check_session_id(session_id, self._limits)
-        new_list = coerce_messages(messages_in, self._limits)
+        expected = check_expected_version(expected_version)
+        if user_id is not None:
+            check_user_id(user_id, self._limits)
+        new_list = coerce_messages(messages, self._limits)
         digests = message_digests(new_list, self._limits)
         with translated("save"):
             known = self._known.get(session_id)
-            if known is not None:
-                count, total = await self._try_append(session_id, new_list, digests, known)
-                if count >= 0:
-                    self._known.remember(session_id, count, total)
-                    return
+            if known is not None and expected != NEW_SESSION:
+                version = await self._try_append(
+                    session_id, new_list, digests, known, expected, user_id
+                )
+                if version is not None:
+                    return version
             self._known.forget(session_id)
             async with self._engine.begin() as conn:
-                total = await self._save_locked(conn, session_id, new_list, digests)
-            self._known.remember(session_id, len(new_list), total)
+                version, hasher = await self._save_locked(
+                    conn, session_id, new_list, digests, expected, user_id
+                )
+            self._known.remember(session_id, len(new_list), hasher.digest(), hasher)
+            return version
 
     async def _try_append(
         self,
         session_id: str,
         new_list: list[Message],
         digests: list[bytes],
-        known: tuple[int, bytes],
-    ) -> tuple[int, bytes]:
-        """The one-statement append; returns (-1, b"") when the locked path is needed."""
-        stored_count, stored_hash = known
-        if stored_count > len(new_list):
-            return -1, b""
-        prefix_hash, total = pg_sql.prefix_and_total_hash(digests, stored_count)
-        if prefix_hash != stored_hash:
-            return -1, b""
-        for position in range(stored_count, len(new_list)):
+        known: pg_sql.Known,
+        expected: int | None,
+        user_id: str | None,
+    ) -> int | None:
+        """The one-statement path; None when the locked path is needed."""
+        if known.count > len(new_list):
+            return None
+        prefix_hash, hasher = pg_sql.prefix_and_total_hash(digests, known.count)
+        if prefix_hash != known.content_hash:
+            return None
+        for position in range(known.count, len(new_list)):
             check_new_message(new_list[position], position, self._limits)
+        total = hasher.digest()
         async with self._driver() as driver:
             version = await driver.fetchval(
                 pg_sql.APPEND_IF_UNCHANGED,
                 session_id,
-                stored_count,
-                stored_hash,
+                known.count,
+                known.content_hash,
                 len(new_list),
                 total,
-                *_append_arrays(stored_count, new_list[stored_count:]),
+                *_append_arrays(known.count, new_list[known.count :]),
                 MESSAGE_FORMAT,
+                user_id,
+                expected,
             )
-        return (len(new_list), total) if version is not None else (-1, b"")
+        if version is None:
+            return None
+        self._known.remember(session_id, len(new_list), total, hasher)
+        return int(version)
 
     async def _save_locked(
         self,
@@ -196,19 +246,28 @@ class PostgresStorage:
         session_id: str,
         new_list: list[Message],
         digests: list[bytes],
-    ) -> bytes:
-        """Write ``new_list`` as the session's messages in ``conn``'s transaction.
-
-        Returns the new content hash.
-        """
+        expected: int | None,
+        user_id: str | None,
+    ) -> tuple[int, Any]:
+        """Write ``new_list`` in ``conn``'s transaction; returns (version, hasher)."""
         target = len(new_list)
-        stored = (await conn.execute(pg_sql.LOCK_SESSION, {"sid": session_id})).first()
+        stored = None
+        if expected != NEW_SESSION:
+            stored = (
+                await conn.execute(pg_sql.LOCK_SESSION, {"sid": session_id, "expected": expected})
+            ).first()
         if stored is None:
+            if expected is not None and expected != NEW_SESSION:
+                raise _conflict(session_id, await self._current(conn, session_id), expected)
             stored = (await conn.execute(pg_sql.CREATE_SESSION, {"sid": session_id})).first()
+            if stored is None and expected == NEW_SESSION:
+                raise _conflict(session_id, await self._current(conn, session_id), expected)
         if stored is None:  # created concurrently: wait for its lock like any other save
-            stored = (await conn.execute(pg_sql.LOCK_SESSION, {"sid": session_id})).one()
+            stored = (
+                await conn.execute(pg_sql.LOCK_SESSION, {"sid": session_id, "expected": None})
+            ).one()
         stored_count, stored_hash, version = stored
-        prefix_hash, total = pg_sql.prefix_and_total_hash(digests, min(stored_count, target))
+        prefix_hash, hasher = pg_sql.prefix_and_total_hash(digests, min(stored_count, target))
         if stored_count <= target and prefix_hash == stored_hash:
             start = stored_count  # same prefix, messages appended
         else:
@@ -221,11 +280,22 @@ class PostgresStorage:
                 pg_sql.INSERT_MESSAGES,
                 [_message_row(session_id, seq, new_list[seq]) for seq in range(start, target)],
             )
-        await conn.execute(
+        new_version = await conn.scalar(
             pg_sql.FINISH_SAVE,
-            {"sid": session_id, "count": target, "hash": total, "new_version": version + 1},
+            {
+                "sid": session_id,
+                "old": version,
+                "count": target,
+                "hash": hasher.digest(),
+                "user_id": user_id,
+            },
         )
-        return total
+        return int(new_version), hasher
+
+    @staticmethod
+    async def _current(conn: AsyncConnection, session_id: str) -> int:
+        current = await conn.scalar(pg_sql.SESSION_EXISTS, {"sid": session_id})
+        return int(current or 0)
 
     async def _first_difference(
         self, conn: AsyncConnection, session_id: str, digests: list[bytes], stored_count: int
@@ -237,13 +307,81 @@ class PostgresStorage:
                 return int(min(seq, limit))
         return limit
 
-    # -- load, delete, exists -----------------------------------------------------------
+    # -- append ---------------------------------------------------------------------------------
+
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Add messages after the stored ones, creating the session; the new version.
+
+        One statement: the session row hands out the positions, so concurrent appends
+        never collide, and nothing stored is read.
+        """
+        check_session_id(session_id, self._limits)
+        expected = check_expected_version(expected_version)
+        if user_id is not None:
+            check_user_id(user_id, self._limits)
+        added = coerce_messages(messages, self._limits)
+        digests = message_digests(added, self._limits)
+        for position, message in enumerate(added):
+            check_new_message(message, position, self._limits)
+        known = self._known.get(session_id)
+        extended = None
+        if known is not None and known.hasher is not None:
+            extended = known.hasher.copy()
+            extended.update(b"".join(digests))
+        shared = [
+            session_id,
+            user_id,
+            len(added),
+            hashlib.sha256(b"".join(digests)).digest(),
+            *_append_arrays(0, added),
+            MESSAGE_FORMAT,
+        ]
+        knowledge = [
+            known.count if known else None,
+            known.content_hash if known else None,
+            extended.digest() if extended is not None else None,
+        ]
+        with translated("append"):
+            async with self._driver() as driver:
+                if expected is None:
+                    row = await driver.fetchrow(pg_sql.APPEND, *shared, *knowledge)
+                elif expected == NEW_SESSION:
+                    row = await driver.fetchrow(pg_sql.APPEND_TO_NEW, *shared)
+                else:
+                    row = await driver.fetchrow(
+                        pg_sql.APPEND_AT_VERSION, *shared, *knowledge, expected
+                    )
+                if row is None:
+                    current = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
+                    self._known.forget(session_id)
+                    raise _conflict(session_id, int(current or 0), expected)
+        start, version = row
+        if known is not None and extended is not None and start == known.count:
+            self._known.remember(session_id, start + len(added), extended.digest(), extended)
+        elif start == 0:
+            fresh = hashlib.sha256(b"".join(digests))
+            self._known.remember(session_id, len(added), fresh.digest(), fresh)
+        else:
+            self._known.forget(session_id)
+        return int(version)
+
+    # -- load, version, delete, exists ----------------------------------------------------------
 
     async def load(self, session_id: str) -> list[Message]:
         check_session_id(session_id, self._limits)
         with translated("load"):
             async with self._driver() as driver:
                 rows = await driver.fetch(pg_sql.LOAD_SESSION, session_id)
+        return self._messages_from(rows, session_id)
+
+    def _messages_from(self, rows: Sequence[Any], session_id: str) -> list[Message]:
         if not rows:
             self._known.forget(session_id)
             return []
@@ -254,7 +392,7 @@ class PostgresStorage:
                     f"session records {expected} messages but none are stored",
                     session_id=session_id,
                 )
-            self._known.remember(session_id, 0, stored_hash)
+            self._remember_loaded(session_id, 0, stored_hash)
             return []
         if len(rows) != expected or rows[-1][0] != expected - 1:
             raise CorruptDataError(
@@ -263,22 +401,160 @@ class PostgresStorage:
                 session_id=session_id,
             )
         loaded = rows_to_messages(rows, session_id=session_id)
-        self._known.remember(session_id, expected, stored_hash)
+        self._remember_loaded(session_id, expected, stored_hash)
         return loaded
 
+    def _remember_loaded(self, session_id: str, count: int, stored_hash: bytes | None) -> None:
+        if stored_hash is None:  # left unknown by an append: the next save recomputes it
+            self._known.forget(session_id)
+        else:
+            self._known.remember(session_id, count, stored_hash)
+
+    async def version(self, session_id: str) -> int:
+        check_session_id(session_id, self._limits)
+        with translated("version"):
+            async with self._driver() as driver:
+                current = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
+        return int(current or 0)
+
     async def delete(self, session_id: str) -> None:
+        """Delete the session: messages, summaries, state and its history (the profile stays)."""
         check_session_id(session_id, self._limits)
         self._known.forget(session_id)
         with translated("delete"):
             async with self._engine.begin() as conn:
-                # messages go with it (ON DELETE CASCADE)
+                # everything session-scoped goes with the row (ON DELETE CASCADE)
                 await conn.execute(pg_sql.DELETE_SESSION, {"sid": session_id})
 
     async def exists(self, session_id: str) -> bool:
         check_session_id(session_id, self._limits)
         with translated("exists"):
             async with self._driver() as driver:
-                found = await driver.fetchval(
-                    "SELECT 1 FROM sessions WHERE session_id = $1", session_id
-                )
+                found = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
         return found is not None
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def save_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        covers_until: int,
+        token_count: int | None = None,
+        expected_version: int | None = None,
+    ) -> Summary:
+        check_session_id(session_id, self._limits)
+        check_summary_input(text, covers_until, token_count)
+        expected = check_expected_version(expected_version)
+        with translated("save_summary", conflict_on_duplicate=True):
+            async with self._driver() as driver:
+                return await docs.insert_summary(
+                    driver, session_id, text, covers_until, token_count, expected
+                )
+
+    async def load_summary(
+        self, session_id: str, summary_version: int | None = None
+    ) -> Summary | None:
+        check_session_id(session_id, self._limits)
+        with translated("load_summary"):
+            async with self._driver() as driver:
+                if summary_version is None:
+                    row = await driver.fetchrow(docs.LATEST_SUMMARY, session_id)
+                else:
+                    row = await driver.fetchrow(docs.SUMMARY_AT, session_id, summary_version)
+        return docs.summary_from_row(row) if row is not None else None
+
+    # -- consultation state -------------------------------------------------------------------
+
+    async def save_state(
+        self,
+        session_id: str,
+        state: ConsultationState | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        check_session_id(session_id, self._limits)
+        parsed: ConsultationState = ConsultationState.parse(state)
+        expected = check_expected_version(expected_version)
+        with translated("save_state", conflict_on_duplicate=True):
+            async with self._driver() as driver:
+                return await docs.write_state(driver, session_id, parsed, expected)
+
+    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
+        check_session_id(session_id, self._limits)
+        with translated("load_state"):
+            async with self._driver() as driver:
+                row = await driver.fetchrow(docs.CURRENT_STATE, session_id)
+        return docs.state_from_row(row, session_id) if row is not None else None
+
+    async def state_history(self, session_id: str) -> list[StateChange]:
+        check_session_id(session_id, self._limits)
+        with translated("state_history"):
+            async with self._driver() as driver:
+                rows = await driver.fetch(docs.STATE_HISTORY, session_id)
+        return [docs.state_change_from_row(row, session_id) for row in rows]
+
+    # -- user profiles --------------------------------------------------------------------------
+
+    async def save_profile(
+        self,
+        user_id: str,
+        profile: UserProfile | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        check_user_id(user_id, self._limits)
+        parsed: UserProfile = UserProfile.parse(profile)
+        expected = check_expected_version(expected_version)
+        with translated("save_profile", conflict_on_duplicate=True):
+            async with self._driver() as driver:
+                return await docs.write_profile(driver, user_id, parsed, expected)
+
+    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        check_user_id(user_id, self._limits)
+        with translated("load_profile"):
+            async with self._driver() as driver:
+                row = await driver.fetchrow(docs.CURRENT_PROFILE, user_id)
+        return docs.profile_from_row(row, user_id) if row is not None else None
+
+    # -- snapshot -------------------------------------------------------------------------------
+
+    async def snapshot(self, session_id: str) -> SessionSnapshot:
+        """Messages, latest summary, state, profile and every version, from one snapshot.
+
+        One REPEATABLE READ, read-only transaction: every statement sees the database as
+        of its first one, whatever commits in between.
+        """
+        check_session_id(session_id, self._limits)
+        with translated("snapshot"):
+            async with (
+                self._driver() as driver,
+                driver.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                session = await driver.fetchrow(docs.SESSION_HEAD, session_id)
+                if session is None:
+                    return SessionSnapshot(session_id, False, 0, None, [], None, None, 0, None, 0)
+                rows = await driver.fetch(pg_sql.LOAD_SESSION, session_id)
+                summary = await driver.fetchrow(docs.LATEST_SUMMARY, session_id)
+                state = await driver.fetchrow(docs.CURRENT_STATE, session_id)
+                user_id = session[1]
+                profile = (
+                    await driver.fetchrow(docs.CURRENT_PROFILE, user_id)
+                    if user_id is not None
+                    else None
+                )
+        versioned_state = docs.state_from_row(state, session_id) if state else None
+        versioned_profile = docs.profile_from_row(profile, user_id) if profile and user_id else None
+        return SessionSnapshot(
+            session_id=session_id,
+            exists=True,
+            version=int(session[0]),
+            user_id=user_id,
+            messages=self._messages_from(rows, session_id),
+            summary=docs.summary_from_row(summary) if summary else None,
+            state=versioned_state.value if versioned_state else None,
+            state_version=versioned_state.version if versioned_state else 0,
+            profile=versioned_profile.value if versioned_profile else None,
+            profile_version=versioned_profile.version if versioned_profile else 0,
+        )

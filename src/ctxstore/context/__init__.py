@@ -1,0 +1,1 @@
+"""Context assembly on top of the storage: the manager (and later, the builder)."""

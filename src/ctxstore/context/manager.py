@@ -1,0 +1,121 @@
+"""ContextManager: add messages to a session without ever losing one.
+
+The original design's last-write-wins save let two workers racing on one session drop a
+message.  Here:
+
+- inside a process, writes to one session are serialized by a per-session lock, so they
+  never conflict with each other;
+- across processes, each write is an append at the version this manager last saw
+  (optimistic concurrency, checked by the storage); when another process got there
+  first, the manager takes the version the conflict reports and retries after a
+  jittered exponential backoff;
+- when the retries run out, RetriesExhaustedError says so; nothing was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from ctxstore.errors import ConflictError, RetriesExhaustedError
+from ctxstore.storage.base import MessageInput, VersionedStorage
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try when other processes keep writing the same session."""
+
+    max_attempts: int = 12
+    base_delay: float = 0.002
+    max_delay: float = 0.2
+
+    def delay(self, attempt: int, draw: Callable[[], float]) -> float:
+        """Full-jitter exponential backoff before attempt ``attempt + 1``."""
+        ceiling = min(self.max_delay, self.base_delay * (2**attempt))
+        return float(ceiling * draw())
+
+
+@dataclass
+class _SessionLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class ContextManager:
+    """Serialized, retried writes of a session's messages over a VersionedStorage."""
+
+    def __init__(
+        self,
+        storage: VersionedStorage,
+        *,
+        retry: RetryPolicy | None = None,
+        random_draw: Callable[[], float] = random.random,
+    ) -> None:
+        self.storage = storage
+        self.retry = retry or RetryPolicy()
+        self._draw = random_draw
+        self._locks: dict[str, _SessionLock] = {}
+        # The last version this manager wrote per session: a stale one costs one retry.
+        self._versions: OrderedDict[str, int] = OrderedDict()
+        self._versions_capacity = 10_000
+        self.conflicts = 0  # observable: how often another writer got there first
+
+    @asynccontextmanager
+    async def _serialized(self, session_id: str) -> AsyncIterator[None]:
+        """This process's writes to one session, one at a time; the lock goes when unused."""
+        entry = self._locks.setdefault(session_id, _SessionLock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._locks[session_id]
+
+    def _remember(self, session_id: str, version: int) -> None:
+        self._versions[session_id] = version
+        self._versions.move_to_end(session_id)
+        if len(self._versions) > self._versions_capacity:
+            self._versions.popitem(last=False)
+
+    async def add_message(
+        self, session_id: str, message: MessageInput, *, user_id: str | None = None
+    ) -> int:
+        """Append one message; returns the session's new version."""
+        return await self.add_messages(session_id, [message], user_id=user_id)
+
+    async def add_messages(
+        self, session_id: str, messages: Sequence[MessageInput], *, user_id: str | None = None
+    ) -> int:
+        """Append messages as one write (they stay contiguous); the new version."""
+        async with self._serialized(session_id):
+            expected = self._versions.get(session_id)
+            if expected is None:
+                expected = await self.storage.version(session_id)
+            for attempt in range(self.retry.max_attempts):
+                try:
+                    version = await self.storage.append(
+                        session_id, messages, expected_version=expected, user_id=user_id
+                    )
+                except ConflictError as conflict:
+                    self.conflicts += 1
+                    expected = conflict.current_version or 0
+                    self._remember(session_id, expected)
+                    if attempt + 1 == self.retry.max_attempts:
+                        raise RetriesExhaustedError(
+                            f"session {session_id!r}: other writers won "
+                            f"{self.retry.max_attempts} times in a row; nothing was written",
+                            session_id=session_id,
+                            current_version=conflict.current_version,
+                            expected_version=conflict.expected_version,
+                        ) from conflict
+                    await asyncio.sleep(self.retry.delay(attempt, self._draw))
+                    continue
+                self._remember(session_id, version)
+                return version
+            raise AssertionError("unreachable: the loop returns or raises")
