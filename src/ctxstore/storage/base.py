@@ -154,6 +154,16 @@ def check_expected_version(expected_version: object) -> int | None:
     return expected_version
 
 
+def check_write(
+    session_id: object, expected_version: object, user_id: object, limits: Limits
+) -> int | None:
+    """The common arguments of save and append; returns the expected version."""
+    check_session_id(session_id, limits)
+    if user_id is not None:
+        check_user_id(user_id, limits)
+    return check_expected_version(expected_version)
+
+
 def _check_id(value: object, what: str, error: type[InvalidInputError], limits: Limits) -> str:
     if not isinstance(value, str):
         raise error(f"{what} must be a string, not {type(value).__name__}")

@@ -30,6 +30,7 @@ from ctxstore.storage.base import (
     check_session_id,
     check_summary_input,
     check_user_id,
+    check_write,
     coerce_messages,
 )
 
@@ -143,10 +144,7 @@ class MemoryStorage:
         expected_version: int | None = None,
         user_id: str | None = None,
     ) -> int:
-        check_session_id(session_id, self._limits)
-        expected = check_expected_version(expected_version)
-        if user_id is not None:
-            check_user_id(user_id, self._limits)
+        expected = check_write(session_id, expected_version, user_id, self._limits)
         stored = self._validated(messages)
         async with self._lock:
             self._sweep()
@@ -170,10 +168,7 @@ class MemoryStorage:
         expected_version: int | None = None,
         user_id: str | None = None,
     ) -> int:
-        check_session_id(session_id, self._limits)
-        expected = check_expected_version(expected_version)
-        if user_id is not None:
-            check_user_id(user_id, self._limits)
+        expected = check_write(session_id, expected_version, user_id, self._limits)
         async with self._lock:
             self._sweep()
             entry = self._live(session_id)

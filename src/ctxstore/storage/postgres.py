@@ -39,6 +39,7 @@ from ctxstore.storage.base import (
     check_session_id,
     check_summary_input,
     check_user_id,
+    check_write,
     coerce_messages,
     message_digests,
 )
@@ -172,6 +173,21 @@ class PostgresStorage:
                     await conn.invalidate()
                 raise
 
+    async def _fetch(self, action: str, sql: str, *args: Any) -> list[Any]:
+        with translated(action):
+            async with self._driver() as driver:
+                return list(await driver.fetch(sql, *args))
+
+    async def _fetchrow(self, action: str, sql: str, *args: Any) -> Any:
+        with translated(action):
+            async with self._driver() as driver:
+                return await driver.fetchrow(sql, *args)
+
+    async def _fetchval(self, action: str, sql: str, *args: Any) -> Any:
+        with translated(action):
+            async with self._driver() as driver:
+                return await driver.fetchval(sql, *args)
+
     # -- save ---------------------------------------------------------------------------------
 
     async def save(
@@ -182,10 +198,7 @@ class PostgresStorage:
         expected_version: int | None = None,
         user_id: str | None = None,
     ) -> int:
-        check_session_id(session_id, self._limits)
-        expected = check_expected_version(expected_version)
-        if user_id is not None:
-            check_user_id(user_id, self._limits)
+        expected = check_write(session_id, expected_version, user_id, self._limits)
         new_list = coerce_messages(messages, self._limits)
         digests = message_digests(new_list, self._limits)
         with translated("save"):
@@ -322,10 +335,7 @@ class PostgresStorage:
         One statement: the session row hands out the positions, so concurrent appends
         never collide, and nothing stored is read.
         """
-        check_session_id(session_id, self._limits)
-        expected = check_expected_version(expected_version)
-        if user_id is not None:
-            check_user_id(user_id, self._limits)
+        expected = check_write(session_id, expected_version, user_id, self._limits)
         added = coerce_messages(messages, self._limits)
         digests = message_digests(added, self._limits)
         for position, message in enumerate(added):
@@ -376,9 +386,7 @@ class PostgresStorage:
 
     async def load(self, session_id: str) -> list[Message]:
         check_session_id(session_id, self._limits)
-        with translated("load"):
-            async with self._driver() as driver:
-                rows = await driver.fetch(pg_sql.LOAD_SESSION, session_id)
+        rows = await self._fetch("load", pg_sql.LOAD_SESSION, session_id)
         return self._messages_from(rows, session_id)
 
     def _messages_from(self, rows: Sequence[Any], session_id: str) -> list[Message]:
@@ -412,9 +420,7 @@ class PostgresStorage:
 
     async def version(self, session_id: str) -> int:
         check_session_id(session_id, self._limits)
-        with translated("version"):
-            async with self._driver() as driver:
-                current = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
+        current = await self._fetchval("version", pg_sql.SESSION_VERSION, session_id)
         return int(current or 0)
 
     async def delete(self, session_id: str) -> None:
@@ -428,9 +434,7 @@ class PostgresStorage:
 
     async def exists(self, session_id: str) -> bool:
         check_session_id(session_id, self._limits)
-        with translated("exists"):
-            async with self._driver() as driver:
-                found = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
+        found = await self._fetchval("exists", pg_sql.SESSION_VERSION, session_id)
         return found is not None
 
     # -- summaries ------------------------------------------------------------------------------
@@ -457,12 +461,10 @@ class PostgresStorage:
         self, session_id: str, summary_version: int | None = None
     ) -> Summary | None:
         check_session_id(session_id, self._limits)
-        with translated("load_summary"):
-            async with self._driver() as driver:
-                if summary_version is None:
-                    row = await driver.fetchrow(docs.LATEST_SUMMARY, session_id)
-                else:
-                    row = await driver.fetchrow(docs.SUMMARY_AT, session_id, summary_version)
+        if summary_version is None:
+            row = await self._fetchrow("load_summary", docs.LATEST_SUMMARY, session_id)
+        else:
+            row = await self._fetchrow("load_summary", docs.SUMMARY_AT, session_id, summary_version)
         return docs.summary_from_row(row) if row is not None else None
 
     # -- consultation state -------------------------------------------------------------------
@@ -483,16 +485,12 @@ class PostgresStorage:
 
     async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
         check_session_id(session_id, self._limits)
-        with translated("load_state"):
-            async with self._driver() as driver:
-                row = await driver.fetchrow(docs.CURRENT_STATE, session_id)
+        row = await self._fetchrow("load_state", docs.CURRENT_STATE, session_id)
         return docs.state_from_row(row, session_id) if row is not None else None
 
     async def state_history(self, session_id: str) -> list[StateChange]:
         check_session_id(session_id, self._limits)
-        with translated("state_history"):
-            async with self._driver() as driver:
-                rows = await driver.fetch(docs.STATE_HISTORY, session_id)
+        rows = await self._fetch("state_history", docs.STATE_HISTORY, session_id)
         return [docs.state_change_from_row(row, session_id) for row in rows]
 
     # -- user profiles --------------------------------------------------------------------------
@@ -513,9 +511,7 @@ class PostgresStorage:
 
     async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         check_user_id(user_id, self._limits)
-        with translated("load_profile"):
-            async with self._driver() as driver:
-                row = await driver.fetchrow(docs.CURRENT_PROFILE, user_id)
+        row = await self._fetchrow("load_profile", docs.CURRENT_PROFILE, user_id)
         return docs.profile_from_row(row, user_id) if row is not None else None
 
     # -- snapshot -------------------------------------------------------------------------------
