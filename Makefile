@@ -35,7 +35,8 @@ check: lint test
 
 ## Timing scripts (not tests); figures are printed, not asserted.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python -m benchmarks.bench_core
+	$(BIN)/python -m benchmarks.bench_versions
 
 clean:
 	rm -rf $(VENV) .ctxstore .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -98,3 +98,28 @@ def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
         for row in rows
     ]
     return "\n".join(lines)
+
+
+async def raw_pool(url: URL, size: int) -> asyncpg.Pool:
+    """A plain asyncpg pool on the same database, with the jsonb codec ctxstore uses."""
+    host = url.host or url.query.get("host")
+
+    async def init(conn: asyncpg.Connection) -> None:
+        await conn.set_type_codec(
+            "jsonb",
+            encoder=lambda text: b"\x01" + text.encode(),
+            decoder=lambda data: data[1:].decode(),
+            schema="pg_catalog",
+            format="binary",
+        )
+
+    return await asyncpg.create_pool(
+        user=url.username,
+        password=url.password,
+        host=host if isinstance(host, str) else None,
+        port=url.port,
+        database=url.database,
+        min_size=size,
+        max_size=size,
+        init=init,
+    )

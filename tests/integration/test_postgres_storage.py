@@ -250,3 +250,25 @@ async def test_engine_defaults_reach_the_server(pg_storage: PostgresStorage) -> 
     assert timeout == "30s"
     assert idle == "1min"
     assert pg_storage.engine.pool._pre_ping  # type: ignore[attr-defined]
+
+
+async def test_pooled_connections_killed_while_idle_are_replaced(database_url: URL) -> None:
+    """pool_pre_ping: a server-side kill of idle pooled connections costs no request."""
+    async with PostgresStorage.from_url(database_url) as storage:
+        await asyncio.gather(*(storage.save(f"s{i}", history(3)) for i in range(5)))
+        killer = create_engine(database_url, pooled=False)
+        try:
+            async with killer.connect() as conn:
+                killed = await conn.scalar(
+                    text(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = 'ctxstore' AND pid <> pg_backend_pid() "
+                        "AND datname = current_database()"
+                    )
+                )
+        finally:
+            await killer.dispose()
+        assert killed >= 1
+        await asyncio.sleep(0.2)  # the client sees the sockets close
+        loaded = await asyncio.gather(*(storage.load(f"s{i}") for i in range(5)))
+        assert loaded == [history(3)] * 5
