@@ -14,7 +14,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import asyncpg
 from sqlalchemy import URL
 
 from benchmarks.common import bench_database, interleaved_medians, raw_pool, table
@@ -30,8 +29,8 @@ POOL_SIZE = 10
 
 def turn(index: int) -> list[Message]:
     return [
-        Message(role="user", content=f"第{index}轮：膝盖走路时有下坠感，持续一周。", turn_id=f"t{index}"),
-        Message(role="assistant", content=f"第{index}轮：是否伴随疼痛或肿胀？", turn_id=f"t{index}"),
+        Message(role="user", content=f"第{index}轮：膝盖走路时有下坠感。", turn_id=f"t{index}"),
+        Message(role="assistant", content=f"第{index}轮：是否伴随疼痛？", turn_id=f"t{index}"),
     ]
 
 
@@ -99,13 +98,20 @@ async def throughput(url: URL, storage: PostgresStorage) -> dict[str, float]:
         fresh = b"".join(digests)
         async with pool.acquire() as conn:
             if versions[index] == 0:
-                row = await conn.fetchrow(
-                    pg_sql.APPEND_TO_NEW, session, None, 2, fresh, *arrays, 2
-                )
+                row = await conn.fetchrow(pg_sql.APPEND_TO_NEW, session, None, 2, fresh, *arrays, 2)
             else:
                 row = await conn.fetchrow(
-                    pg_sql.APPEND_AT_VERSION, session, None, 2, fresh, *arrays, 2,
-                    None, None, None, versions[index],
+                    pg_sql.APPEND_AT_VERSION,
+                    session,
+                    None,
+                    2,
+                    fresh,
+                    *arrays,
+                    2,
+                    None,
+                    None,
+                    None,
+                    versions[index],
                 )
         versions[index] = row["version"]
 

@@ -28,15 +28,21 @@ def _state_columns() -> list[sa.Column[object]]:
         sa.Column("stage", sa.Text(), nullable=False),
         sa.Column("chief_complaint", sa.Text(), nullable=True),
         sa.Column(
-            "body_parts", postgresql.ARRAY(sa.Text()), server_default=sa.text("'{}'"),
+            "body_parts",
+            postgresql.ARRAY(sa.Text()),
+            server_default=sa.text("'{}'"),
             nullable=False,
         ),
         sa.Column(
-            "symptoms", postgresql.ARRAY(sa.Text()), server_default=sa.text("'{}'"),
+            "symptoms",
+            postgresql.ARRAY(sa.Text()),
+            server_default=sa.text("'{}'"),
             nullable=False,
         ),
         sa.Column(
-            "red_flags", postgresql.ARRAY(sa.Text()), server_default=sa.text("'{}'"),
+            "red_flags",
+            postgresql.ARRAY(sa.Text()),
+            server_default=sa.text("'{}'"),
             nullable=False,
         ),
         sa.Column("pain_level", sa.SmallInteger(), nullable=True),
@@ -63,10 +69,14 @@ def upgrade() -> None:
         sa.Column("token_count", sa.Integer(), nullable=True),
         sa.Column("format_version", sa.SmallInteger(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=_now(), nullable=False),
-        sa.CheckConstraint("summary_version >= 1", name=op.f("ck_summaries_summary_version_positive")),
+        sa.CheckConstraint(
+            "summary_version >= 1", name=op.f("ck_summaries_summary_version_positive")
+        ),
         sa.CheckConstraint("covers_until >= -1", name=op.f("ck_summaries_covers_until_valid")),
         sa.ForeignKeyConstraint(
-            ["session_id"], ["sessions.session_id"], ondelete="CASCADE",
+            ["session_id"],
+            ["sessions.session_id"],
+            ondelete="CASCADE",
             name=op.f("fk_summaries_session_id_sessions"),
         ),
         sa.PrimaryKeyConstraint("session_id", "summary_version", name=op.f("pk_summaries")),
@@ -79,7 +89,9 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(timezone=True), server_default=_now(), nullable=False),
         sa.CheckConstraint("version >= 1", name=op.f("ck_consultation_states_version_positive")),
         sa.ForeignKeyConstraint(
-            ["session_id"], ["sessions.session_id"], ondelete="CASCADE",
+            ["session_id"],
+            ["sessions.session_id"],
+            ondelete="CASCADE",
             name=op.f("fk_consultation_states_session_id_sessions"),
         ),
         sa.PrimaryKeyConstraint("session_id", name=op.f("pk_consultation_states")),
@@ -91,7 +103,9 @@ def upgrade() -> None:
         *_state_columns(),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=_now(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["session_id"], ["sessions.session_id"], ondelete="CASCADE",
+            ["session_id"],
+            ["sessions.session_id"],
+            ondelete="CASCADE",
             name=op.f("fk_consultation_state_history_session_id_sessions"),
         ),
         sa.PrimaryKeyConstraint(
@@ -106,7 +120,9 @@ def upgrade() -> None:
         sa.Column("gender", sa.Text(), nullable=True),
         sa.Column("exercise_habit", sa.Text(), nullable=True),
         sa.Column(
-            "known_limitations", postgresql.ARRAY(sa.Text()), server_default=sa.text("'{}'"),
+            "known_limitations",
+            postgresql.ARRAY(sa.Text()),
+            server_default=sa.text("'{}'"),
             nullable=False,
         ),
         sa.Column("document", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
