@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sqlalchemy import URL
+
 from ctxstore.db import migrations
 from ctxstore.db.engine import DATABASE_URL_ENV, redact, url_from_environment
-from ctxstore.errors import CtxStoreError
+from ctxstore.errors import ConfigurationError, CtxStoreError
+from ctxstore.storage.postgres import PostgresStorage
 
 
 def _add_database_url(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +47,21 @@ def _build_parser() -> argparse.ArgumentParser:
             help="how long DDL may wait for a table lock before failing (default 5s)",
         )
 
+    upgrade_data = commands.add_parser(
+        "upgrade-data",
+        help="rewrite every stored row in the current formats (resumable, safe while live)",
+    )
+    _add_database_url(upgrade_data)
+    upgrade_data.add_argument("--batch-size", type=int, default=500)
+
+    importer = commands.add_parser(
+        "import-redis", help="copy sessions from the original Go service's Redis"
+    )
+    _add_database_url(importer)
+    importer.add_argument("--redis-url", required=True, help="redis://host:6379/0")
+    importer.add_argument("--prefix", default="ctx:session", help="key prefix (ctx:session)")
+    importer.add_argument("--concurrency", type=int, default=8)
+
     demo = commands.add_parser(
         "demo", help="save and reload a short consultation (embedded PostgreSQL by default)"
     )
@@ -69,12 +88,46 @@ def _run(args: argparse.Namespace) -> int:
             migrations.downgrade(url, args.revision, lock_timeout=args.lock_timeout)
             print(f"{redact(url)} is at revision {migrations.current(url) or 'base'}")
         return 0
+    if args.command == "upgrade-data":
+        return asyncio.run(_upgrade_data(url_from_environment(args.database_url), args))
+    if args.command == "import-redis":
+        return asyncio.run(_import_redis(url_from_environment(args.database_url), args))
     if args.command == "demo":
         from ctxstore.demo import run_demo  # noqa: PLC0415 - keeps `ctxstore db` light
 
         run_demo(args.database_url or os.environ.get(DATABASE_URL_ENV), args.data_dir)
         return 0
     raise AssertionError(args.command)
+
+
+async def _upgrade_data(url: URL, args: argparse.Namespace) -> int:
+    from ctxstore.upgrade import upgrade_data  # noqa: PLC0415
+
+    async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
+        report = await upgrade_data(driver, batch_size=args.batch_size)
+    print(report.summary())
+    return 1 if report.failed else 0
+
+
+async def _import_redis(url: URL, args: argparse.Namespace) -> int:
+    try:
+        import redis.asyncio as redis_asyncio  # noqa: PLC0415
+    except ImportError:
+        raise ConfigurationError(
+            "import-redis needs the redis extra: pip install 'ctxstore[redis]'"
+        ) from None
+    from ctxstore.redis_import import import_redis  # noqa: PLC0415
+
+    client = redis_asyncio.from_url(args.redis_url, socket_timeout=10, socket_connect_timeout=5)
+    try:
+        async with PostgresStorage.from_url(url) as storage:
+            report = await import_redis(
+                client, storage, prefix=args.prefix, concurrency=args.concurrency
+            )
+    finally:
+        await client.aclose()
+    print(report.summary())
+    return 1 if report.failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,15 @@ from ctxstore import (
 )
 from ctxstore.storage.base import NEW_SESSION, VersionedStorage
 
+
+@pytest.fixture(params=["memory", "postgres"])
+def backend(request: pytest.FixtureRequest) -> tuple[str, object]:
+    """Only the backends that keep whole consultations (not Redis's original layout)."""
+    if request.param == "postgres":
+        return ("postgres", request.getfixturevalue("database_url"))
+    return ("memory", None)
+
+
 KNEE_STATE: dict[str, Any] = {
     "stage": "collecting_details",
     "chief_complaint": "膝盖下坠感",

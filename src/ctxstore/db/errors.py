@@ -67,6 +67,11 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
         return StorageUnavailableError(detail)
     if _is_asyncpg_connection_error(error):
         return StorageUnavailableError(detail)
+    if type(error).__module__.startswith("redis"):
+        if type(error).__name__ == "TimeoutError":
+            return StorageTimeoutError(f"{action} timed out")
+        if type(error).__name__ in {"ConnectionError", "BusyLoadingError", "ReadOnlyError"}:
+            return StorageUnavailableError(detail)
     return StorageError(detail, sqlstate=code)
 
 

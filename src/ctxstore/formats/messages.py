@@ -34,7 +34,64 @@ MESSAGE_COLUMN_ORDER = (
     "digest",
     "format_version",
 )
-_KNOWN_KEYS = ("role", "content", "name", "turn_id", "timestamp", "metadata")
+_KNOWN_KEYS = frozenset(("role", "content", "name", "turn_id", "timestamp", "metadata"))
+#: The key a serialized message (in Redis, in imports) may carry to name its format.
+FORMAT_KEY = "format_version"
+
+
+def _keep_unknown_in_metadata(document: MessageDocument) -> MessageDocument:
+    """Fields the current Message doesn't have move to metadata instead of being dropped."""
+    unknown = [key for key in document if key not in _KNOWN_KEYS]
+    if not unknown:
+        return document
+    metadata = document.get("metadata")
+    kept = dict(metadata) if isinstance(metadata, dict) else {}
+    known = {key: value for key, value in document.items() if key in _KNOWN_KEYS}
+    for key in unknown:
+        kept.setdefault(key, document[key])
+    known["metadata"] = kept
+    return known
+
+
+def detect_message_format(document: MessageDocument) -> int:
+    """The format of a serialized message that may not say (LEGACY_FORMATS.md).
+
+    An explicit ``format_version`` wins.  Go's encoding/json writes field names with
+    capitals (format 0); the first Python format has neither turn ids nor timestamps
+    (format 1); the current one has them (format 2).
+    """
+    explicit = document.get(FORMAT_KEY)
+    if isinstance(explicit, int) and not isinstance(explicit, bool):
+        return explicit
+    if any(isinstance(key, str) and key != key.lower() for key in document):
+        return 0
+    if "turn_id" in document or "timestamp" in document:
+        return 2
+    return 1
+
+
+def message_from_document(document: Any, *, session_id: str, position: int) -> Message:
+    """A serialized message of any known format (a dict from JSON) -> the current Message."""
+    if not isinstance(document, dict):
+        raise CorruptDataError(
+            f"a message must be a JSON object, not {type(document).__name__}",
+            session_id=session_id,
+            position=position,
+        )
+    format_version = detect_message_format(document)
+    body = {key: value for key, value in document.items() if key != FORMAT_KEY}
+    return upgrade_message_document(body, format_version, session_id=session_id, position=position)
+
+
+def message_to_document(message: Message) -> MessageDocument:
+    """The current format as JSON-ready data, stating its format.
+
+    Go's encoding/json matches keys case-insensitively and ignores unknown ones, so the
+    original Go service can still read what this writes.
+    """
+    document = message.model_dump(mode="json")
+    document[FORMAT_KEY] = MESSAGE_FORMAT
+    return document
 
 
 def _upgrade_0_to_1(document: MessageDocument) -> MessageDocument:
@@ -85,7 +142,7 @@ def upgrade_message_document(
     for step in range(format_version, MESSAGE_FORMAT):
         document = MESSAGE_UPGRADES[step](document)
     try:
-        return Message.parse(document)
+        return Message.parse(_keep_unknown_in_metadata(document))
     except InvalidInputError as error:
         raise CorruptDataError(
             f"stored message does not validate: {error}", session_id=session_id, position=position

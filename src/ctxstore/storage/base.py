@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
 
 from ctxstore.db.tables import MAX_SESSION_ID_LENGTH
 from ctxstore.errors import (
@@ -27,6 +28,24 @@ from ctxstore.models import (
 from ctxstore.textcheck import json_problem, text_problem, utf8_size_exceeds
 
 MessageInput = Message | Mapping[str, Any]
+
+
+class AsyncClosing:
+    """``async with storage:`` closes it on the way out (shared by every backend)."""
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
 
 
 #: ``expected_version`` meaning "the session must not exist yet".

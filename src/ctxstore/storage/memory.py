@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from ctxstore.errors import ConflictError, InvalidInputError, SessionNotFoundError
@@ -23,6 +22,7 @@ from ctxstore.models import (
 from ctxstore.storage.base import (
     DEFAULT_LIMITS,
     NEW_SESSION,
+    AsyncClosing,
     Limits,
     MessageInput,
     check_expected_version,
@@ -50,7 +50,7 @@ class _Session:
     history: list[StateChange] = field(default_factory=list)
 
 
-class MemoryStorage:
+class MemoryStorage(AsyncClosing):
     """Sessions in a dict behind an asyncio lock: the reference implementation.
 
     Every operation runs under one lock, so each is atomic and the version checks are
@@ -73,17 +73,6 @@ class MemoryStorage:
         self._ttl = ttl_seconds
         self._limits = limits
         self._clock = clock
-
-    async def __aenter__(self) -> MemoryStorage:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         async with self._lock:

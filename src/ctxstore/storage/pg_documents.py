@@ -166,7 +166,8 @@ SELECT document, format_version, version, created_at
 """
 
 
-def _state_arguments(state: ConsultationState) -> list[Any]:
+def state_arguments(state: ConsultationState) -> list[Any]:
+    """The state's typed columns and document, in _STATE_FIELDS order."""
     return [
         state.stage,
         state.chief_complaint,
@@ -183,7 +184,7 @@ def _state_arguments(state: ConsultationState) -> list[Any]:
 async def write_state(
     driver: Driver, session_id: str, state: ConsultationState, expected_version: int | None
 ) -> int:
-    arguments = [session_id, *_state_arguments(state)]
+    arguments = [session_id, *state_arguments(state)]
     if expected_version is None:
         row = await driver.fetchrow(UPSERT_STATE, *arguments)
     elif expected_version == 0:

@@ -29,7 +29,7 @@ _M_COLUMNS = ", ".join(f"m.{name}" for name in MESSAGE_COLUMN_ORDER)
 # Session state and every message in one statement: one snapshot, one round trip.
 # A session without messages yields one row whose message columns are NULL.
 LOAD_SESSION = f"""
-SELECT {_M_COLUMNS}, s.message_count, s.content_hash
+SELECT {_M_COLUMNS}, s.message_count, s.content_hash, s.version
   FROM sessions AS s
   LEFT JOIN messages AS m ON m.session_id = s.session_id
  WHERE s.session_id = $1

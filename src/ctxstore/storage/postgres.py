@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from types import TracebackType
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from sqlalchemy import URL
@@ -32,6 +31,7 @@ from ctxstore.storage import pg_sql
 from ctxstore.storage.base import (
     DEFAULT_LIMITS,
     NEW_SESSION,
+    AsyncClosing,
     Limits,
     MessageInput,
     check_expected_version,
@@ -43,10 +43,13 @@ from ctxstore.storage.base import (
     coerce_messages,
     message_digests,
 )
+from ctxstore.upgrade import write_back_messages
 
 # LOAD_SESSION's trailing session columns.
 _COUNT = len(MESSAGE_COLUMN_ORDER)
 _HASH = _COUNT + 1
+_VERSION = _COUNT + 2
+_FORMAT = MESSAGE_COLUMN_ORDER.index("format_version")
 
 
 def _message_row(session_id: str, seq: int, message: Message) -> dict[str, Any]:
@@ -94,7 +97,7 @@ def _conflict(session_id: str, current: int, expected: int | None) -> ConflictEr
     )
 
 
-class PostgresStorage:
+class PostgresStorage(AsyncClosing):
     """ContextStorage (and VersionedStorage) on PostgreSQL via SQLAlchemy Core and asyncpg.
 
     ``save`` keeps full-overwrite semantics but writes only the difference.  The sessions
@@ -119,10 +122,14 @@ class PostgresStorage:
         *,
         limits: Limits = DEFAULT_LIMITS,
         owns_engine: bool = False,
+        upgrade_on_load: bool = False,
     ) -> None:
+        """``upgrade_on_load``: rows found in an old format are written back upgraded
+        (only if the session is still at the version that was read)."""
         self._engine = engine
         self._limits = limits
         self._owns_engine = owns_engine
+        self._upgrade_on_load = upgrade_on_load
         self._known = pg_sql.KnownSessions()
 
     @classmethod
@@ -132,30 +139,29 @@ class PostgresStorage:
         *,
         settings: EngineSettings | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        upgrade_on_load: bool = False,
     ) -> PostgresStorage:
         """A storage with its own engine (closed by ``close()``)."""
-        return cls(create_engine(url, settings), limits=limits, owns_engine=True)
+        return cls(
+            create_engine(url, settings),
+            limits=limits,
+            owns_engine=True,
+            upgrade_on_load=upgrade_on_load,
+        )
 
     @property
     def engine(self) -> AsyncEngine:
         return self._engine
-
-    async def __aenter__(self) -> PostgresStorage:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Dispose of the engine when this storage created it; a shared one stays open."""
         if self._owns_engine:
             with translated("close"):
                 await self._engine.dispose()
+
+    def driver(self) -> AbstractAsyncContextManager[Any]:
+        """The raw asyncpg connection of a pooled connection, for maintenance commands."""
+        return self._driver()
 
     @asynccontextmanager
     async def _driver(self) -> AsyncIterator[Any]:
@@ -387,7 +393,25 @@ class PostgresStorage:
     async def load(self, session_id: str) -> list[Message]:
         check_session_id(session_id, self._limits)
         rows = await self._fetch("load", pg_sql.LOAD_SESSION, session_id)
-        return self._messages_from(rows, session_id)
+        messages = self._messages_from(rows, session_id)
+        if self._upgrade_on_load and messages:
+            await self._write_back(session_id, rows, messages)
+        return messages
+
+    async def _write_back(
+        self, session_id: str, rows: Sequence[Any], loaded: list[Message]
+    ) -> None:
+        legacy = [
+            (position, row[_FORMAT], loaded[position])
+            for position, row in enumerate(rows)
+            if row[_FORMAT] != MESSAGE_FORMAT
+        ]
+        if not legacy:
+            return
+        with translated("load (writing upgraded rows back)"):
+            async with self._driver() as driver:
+                await write_back_messages(driver, session_id, rows[0][_VERSION], legacy)
+        self._known.forget(session_id)
 
     def _messages_from(self, rows: Sequence[Any], session_id: str) -> list[Message]:
         if not rows:
