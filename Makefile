@@ -37,6 +37,7 @@ check: lint test
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_core
 	$(BIN)/python -m benchmarks.bench_versions
+	$(BIN)/python -m benchmarks.bench_legacy
 
 clean:
 	rm -rf $(VENV) .ctxstore .pytest_cache .mypy_cache .ruff_cache .hypothesis
