@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_core
 	$(BIN)/python -m benchmarks.bench_versions
 	$(BIN)/python -m benchmarks.bench_legacy
+	$(BIN)/python -m benchmarks.bench_context
 
 clean:
 	rm -rf $(VENV) .ctxstore .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+from ctxstore.context.builder import ContextBuilder, ContractBudgetError
+from ctxstore.context.compression import (
+    CompressionStrategy,
+    ContextWindow,
+    SlidingWindow,
+    SummarizeOldest,
+    TokenBudget,
+    extractive_summarizer,
+)
 from ctxstore.context.manager import ContextManager, RetryPolicy
+from ctxstore.context.tokens import TokenCounter, TokenizerUnavailableError
+from ctxstore.contract import (
+    CONTEXT_VERSION,
+    ContextContract,
+    KnowledgeItem,
+    contract_json_schema,
+    parse_contract,
+)
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.errors import (
     ConfigurationError,
@@ -41,12 +58,18 @@ from ctxstore.storage.postgres import PostgresStorage
 __version__ = "0.1.0"
 
 __all__ = [
+    "CONTEXT_VERSION",
     "NEW_SESSION",
+    "CompressionStrategy",
     "ConfigurationError",
     "ConflictError",
     "ConsultationState",
+    "ContextBuilder",
+    "ContextContract",
     "ContextManager",
     "ContextStorage",
+    "ContextWindow",
+    "ContractBudgetError",
     "ContractVersionError",
     "CorruptDataError",
     "CtxStoreError",
@@ -56,6 +79,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidMessageError",
     "InvalidSessionIdError",
+    "KnowledgeItem",
     "Limits",
     "MemoryStorage",
     "Message",
@@ -67,14 +91,22 @@ __all__ = [
     "Role",
     "SessionNotFoundError",
     "SessionSnapshot",
+    "SlidingWindow",
     "StateChange",
     "StorageError",
     "StorageTimeoutError",
     "StorageUnavailableError",
+    "SummarizeOldest",
     "Summary",
+    "TokenBudget",
+    "TokenCounter",
+    "TokenizerUnavailableError",
     "UnsupportedFormatError",
     "UserProfile",
     "Versioned",
     "VersionedStorage",
+    "contract_json_schema",
     "create_engine",
+    "extractive_summarizer",
+    "parse_contract",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -62,6 +63,13 @@ def _build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--prefix", default="ctx:session", help="key prefix (ctx:session)")
     importer.add_argument("--concurrency", type=int, default=8)
 
+    contract = commands.add_parser("contract", help="the Context Contract")
+    contract_commands = contract.add_subparsers(dest="contract_command", required=True)
+    contract_commands.add_parser(
+        "schema", help="print the contract's JSON Schema (for the Go side)"
+    )
+    contract_commands.add_parser("example", help="print a complete example contract")
+
     demo = commands.add_parser(
         "demo", help="save and reload a short consultation (embedded PostgreSQL by default)"
     )
@@ -87,6 +95,12 @@ def _run(args: argparse.Namespace) -> int:
         else:
             migrations.downgrade(url, args.revision, lock_timeout=args.lock_timeout)
             print(f"{redact(url)} is at revision {migrations.current(url) or 'base'}")
+        return 0
+    if args.command == "contract":
+        from ctxstore.contract import EXAMPLE, contract_json_schema  # noqa: PLC0415
+
+        document = contract_json_schema() if args.contract_command == "schema" else EXAMPLE
+        print(json.dumps(document, ensure_ascii=False, indent=2))
         return 0
     if args.command == "upgrade-data":
         return asyncio.run(_upgrade_data(url_from_environment(args.database_url), args))

@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from ctxstore.context.compression import CompressionStrategy, ContextWindow, TokenBudget
+from ctxstore.context.tokens import TokenCounter
 from ctxstore.errors import ConflictError, RetriesExhaustedError
 from ctxstore.storage.base import MessageInput, VersionedStorage
 
@@ -54,8 +56,12 @@ class ContextManager:
         *,
         retry: RetryPolicy | None = None,
         random_draw: Callable[[], float] = random.random,
+        strategy: CompressionStrategy | None = None,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self.storage = storage
+        self.strategy: CompressionStrategy = strategy or TokenBudget(4000)
+        self.token_counter = token_counter or TokenCounter()
         self.retry = retry or RetryPolicy()
         self._draw = random_draw
         self._locks: dict[str, _SessionLock] = {}
@@ -119,3 +125,13 @@ class ContextManager:
                 self._remember(session_id, version)
                 return version
             raise AssertionError("unreachable: the loop returns or raises")
+
+    async def get_context(
+        self, session_id: str, strategy: CompressionStrategy | None = None
+    ) -> ContextWindow:
+        """Messages plus summary for the next LLM call, chosen by the strategy.
+
+        Reads only what the window needs, whatever the session's length.
+        """
+        chosen = strategy or self.strategy
+        return await chosen.window(self.storage, session_id, self.token_counter)

@@ -207,8 +207,10 @@ def _build_messages(rows: Sequence[Any], session_id: str, skip: int) -> list[Mes
     field_names = FIELD_NAMES
     zones = _ZONES
     end = skip + len(MESSAGE_COLUMN_ORDER)
-    for position, row in enumerate(rows):
-        (_seq, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row[skip:end]
+    for row in rows:
+        (position, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row[
+            skip:end
+        ]
         if fmt != MESSAGE_FORMAT or (metadata is not None and type(metadata) is not dict):
             append(row_to_message(row[skip:end], session_id=session_id, position=position))
             continue

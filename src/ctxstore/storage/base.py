@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -83,6 +85,56 @@ class ContextStorage(Protocol):
     async def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class SessionHead:
+    """A session's row as a reader sees it (``exists`` False: the rest is zero/None)."""
+
+    exists: bool
+    version: int
+    message_count: int
+    created_at: datetime | None
+    user_id: str | None
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message with its position and stored contract cost (None: count it now)."""
+
+    position: int
+    message: Message
+    token_count: int | None
+
+
+class SessionReader(Protocol):
+    """Reads of one session that all see the same snapshot of the database.
+
+    What context assembly needs, and no more: the newest messages a window takes are
+    read in chunks, newest first, so a 10,000-message session costs what its window
+    costs.
+    """
+
+    async def head(self) -> SessionHead: ...
+
+    async def latest_summary(self) -> Summary | None: ...
+
+    async def state(self) -> Versioned[ConsultationState] | None: ...
+
+    async def profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
+
+    async def newest(self, before: int, limit: int) -> list[StoredMessage]:
+        """Up to ``limit`` messages at positions below ``before``, newest first."""
+        ...
+
+    async def span(self, start: int, stop: int) -> list[Message]:
+        """The messages at positions ``start`` (inclusive) to ``stop`` (exclusive)."""
+        ...
+
+    async def token_total(self, after: int) -> tuple[int, int]:
+        """(messages, tokens) after position ``after``; uncounted legacy messages are
+        estimated from their length."""
+        ...
+
+
 @runtime_checkable
 class VersionedStorage(ContextStorage, Protocol):
     """The whole consultation: versions, appends, summaries, state, profiles, snapshots."""
@@ -141,6 +193,10 @@ class VersionedStorage(ContextStorage, Protocol):
     async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
 
     async def snapshot(self, session_id: str) -> SessionSnapshot: ...
+
+    def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
+        """A SessionReader on one consistent snapshot, for context assembly."""
+        ...
 
 
 @dataclass(frozen=True)

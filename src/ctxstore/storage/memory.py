@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ctxstore.context.tokens import TokenCounter
 from ctxstore.errors import ConflictError, InvalidInputError, SessionNotFoundError
 from ctxstore.models import (
     ConsultationState,
@@ -25,6 +27,8 @@ from ctxstore.storage.base import (
     AsyncClosing,
     Limits,
     MessageInput,
+    SessionHead,
+    StoredMessage,
     check_expected_version,
     check_new_message,
     check_session_id,
@@ -44,6 +48,7 @@ class _Session:
     messages: list[Message]
     version: int
     expires_at: float | None
+    created_at: datetime = field(default_factory=_now)
     user_id: str | None = None
     summaries: list[Summary] = field(default_factory=list)
     state: Versioned[ConsultationState] | None = None
@@ -66,6 +71,7 @@ class MemoryStorage(AsyncClosing):
         ttl_seconds: float | None = None,
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.monotonic,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self._sessions: dict[str, _Session] = {}
         self._profiles: dict[str, Versioned[UserProfile]] = {}
@@ -73,6 +79,7 @@ class MemoryStorage(AsyncClosing):
         self._ttl = ttl_seconds
         self._limits = limits
         self._clock = clock
+        self.token_counter = token_counter or TokenCounter()
 
     async def close(self) -> None:
         async with self._lock:
@@ -324,6 +331,30 @@ class MemoryStorage(AsyncClosing):
                 current.value.model_copy(deep=True), current.version, current.updated_at
             )
 
+    # -- context assembly ------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def reader(self, session_id: str) -> AsyncIterator[MemorySessionReader]:
+        """Reads on a snapshot of the session taken on entry."""
+        check_session_id(session_id, self._limits)
+        async with self._lock:
+            entry = self._live(session_id)
+            snapshot = (
+                None
+                if entry is None
+                else _Session(
+                    messages=list(entry.messages),
+                    version=entry.version,
+                    expires_at=entry.expires_at,
+                    created_at=entry.created_at,
+                    user_id=entry.user_id,
+                    summaries=list(entry.summaries),
+                    state=entry.state,
+                )
+            )
+            profiles = dict(self._profiles)
+        yield MemorySessionReader(snapshot, profiles, self.token_counter)
+
     # -- snapshot -----------------------------------------------------------------------------
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:
@@ -345,3 +376,67 @@ class MemoryStorage(AsyncClosing):
                 profile=profile.value.model_copy(deep=True) if profile else None,
                 profile_version=profile.version if profile else 0,
             )
+
+
+class MemorySessionReader:
+    """SessionReader over a snapshot of one MemoryStorage session."""
+
+    def __init__(
+        self,
+        entry: _Session | None,
+        profiles: dict[str, Versioned[UserProfile]],
+        counter: TokenCounter,
+    ) -> None:
+        self._entry = entry
+        self._profiles = profiles
+        self._counter = counter
+
+    async def head(self) -> SessionHead:
+        entry = self._entry
+        if entry is None:
+            return SessionHead(False, 0, 0, None, None)
+        return SessionHead(
+            True, entry.version, len(entry.messages), entry.created_at, entry.user_id
+        )
+
+    async def latest_summary(self) -> Summary | None:
+        return self._entry.summaries[-1] if self._entry and self._entry.summaries else None
+
+    async def state(self) -> Versioned[ConsultationState] | None:
+        if self._entry is None or self._entry.state is None:
+            return None
+        state = self._entry.state
+        return Versioned(state.value.model_copy(deep=True), state.version, state.updated_at)
+
+    async def profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        return self._profiles.get(user_id)
+
+    async def newest(self, before: int, limit: int) -> list[StoredMessage]:
+        if self._entry is None:
+            return []
+        messages = self._entry.messages
+        stop = min(before, len(messages))
+        positions = range(stop - 1, max(stop - limit, 0) - 1, -1)
+        return [
+            StoredMessage(
+                position,
+                messages[position].model_copy(deep=True),
+                self._counter.message_cost(messages[position]),
+            )
+            for position in positions
+        ]
+
+    async def span(self, start: int, stop: int) -> list[Message]:
+        if self._entry is None:
+            return []
+        return [message.model_copy(deep=True) for message in self._entry.messages[start:stop]]
+
+    async def token_total(self, after: int) -> tuple[int, int]:
+        if self._entry is None:
+            return 0, 0
+        tail = self._entry.messages[after + 1 :]
+        tokens = 0
+        for message in tail:
+            cost = self._counter.message_cost(message)
+            tokens += cost if cost is not None else len(message.content) + 16
+        return len(tail), tokens

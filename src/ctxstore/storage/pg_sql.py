@@ -37,8 +37,9 @@ SELECT {_M_COLUMNS}, s.message_count, s.content_hash, s.version
 """
 
 
-def _new_messages(first: int) -> str:
-    """unnest() of the new messages' columns: nine array parameters from ``$first`` on.
+def _new_messages(first: int, token_counts: int) -> str:
+    """unnest() of the new messages' columns: nine array parameters from ``$first`` on,
+    and their token counts in ``$token_counts``.
 
     The arrays are built by PostgresStorage's ``_append_arrays``, in this order.
     """
@@ -46,15 +47,16 @@ def _new_messages(first: int) -> str:
     return f"""
 unnest({p[0]}::int[], {p[1]}::text[], {p[2]}::text[], {p[3]}::text[],
        {p[4]}::timestamptz[], {p[5]}::int[], {p[6]}::text[], {p[7]}::jsonb[],
-       {p[8]}::bytea[])
-    AS m(seq, role, content, turn_id, ts, ts_offset, name, metadata, digest)"""
+       {p[8]}::bytea[], ${token_counts}::int[])
+    AS m(seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count)"""
 
 
 # save()'s fast path.  Append the new messages only if the session still holds exactly
 # the list the caller extended (same count $2, same content hash $3) and, when given, is
-# at the expected version $17.  Under READ COMMITTED a concurrent save makes the UPDATE
-# re-check its WHERE against the new row version, so a lost race returns no row and
-# writes nothing; the caller then takes the locked path.
+# at the expected version $17 ($16: the user id, $18: the token counts).  Under READ
+# COMMITTED a concurrent save makes the UPDATE re-check its WHERE against the new row
+# version, so a lost race returns no row and writes nothing; the caller then takes the
+# locked path.
 APPEND_IF_UNCHANGED = f"""
 WITH updated AS (
     UPDATE sessions
@@ -66,10 +68,10 @@ WITH updated AS (
 ), inserted AS (
     INSERT INTO messages
            (session_id, seq, role, content, turn_id, ts, ts_offset, name, metadata, digest,
-            format_version)
+            token_count, format_version)
     SELECT $1, m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
-           m.digest, $15
-      FROM {_new_messages(6)}
+           m.digest, m.token_count, $15
+      FROM {_new_messages(6, 18)}
      WHERE EXISTS (SELECT FROM updated)
 )
 SELECT version FROM updated
@@ -82,31 +84,32 @@ def _append_statement(target: str) -> str:
     The session row's lock serializes appends and positions come from its message_count,
     so concurrent appends never collide or leave gaps.  Shared parameters: $1 session,
     $2 user, $3 number of new messages, $4 hash of the new messages alone (for a new
-    session), $5-$13 the new messages (seq relative to the first), $14 their format.
+    session), $5-$13 the new messages (seq relative to the first), $14 their format,
+    $15 their token counts.
     """
     return f"""
 WITH target AS ({target}),
 inserted AS (
     INSERT INTO messages
            (session_id, seq, role, content, turn_id, ts, ts_offset, name, metadata, digest,
-            format_version)
+            token_count, format_version)
     SELECT $1, t.start + m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name,
-           m.metadata, m.digest, $14
-      FROM target AS t, {_new_messages(5)}
+           m.metadata, m.digest, m.token_count, $14
+      FROM target AS t, {_new_messages(5, 15)}
 )
 SELECT start, version FROM target
 """
 
 
 # The new content hash: of the new messages alone ($4) when nothing was stored, else
-# $17, the hash this process last knew ($16, for $15 messages) extended by the new
+# $18, the hash this process last knew ($17, for $16 messages) extended by the new
 # messages, if that knowledge was right; else NULL (the next save recomputes it from the
 # stored digests).
 _EXTEND_SESSION = """
        message_count = s.message_count + $3,
        content_hash = CASE WHEN s.message_count = 0 THEN $4::bytea
-                           WHEN s.message_count = $15 AND s.content_hash = $16
-                           THEN $17::bytea END,
+                           WHEN s.message_count = $16 AND s.content_hash = $17
+                           THEN $18::bytea END,
        version = s.version + 1,
        user_id = coalesce($2, s.user_id),
        updated_at = now()"""
@@ -124,10 +127,10 @@ APPEND_TO_NEW = _append_statement("""
     ON CONFLICT (session_id) DO NOTHING
     RETURNING 0 AS start, s.version""")
 
-# expected_version = $18.
+# expected_version = $19.
 APPEND_AT_VERSION = _append_statement(f"""
     UPDATE sessions AS s SET {_EXTEND_SESSION}
-     WHERE s.session_id = $1 AND s.version = $18
+     WHERE s.session_id = $1 AND s.version = $19
     RETURNING s.message_count - $3 AS start, s.version""")
 
 SESSION_VERSION = "SELECT version FROM sessions WHERE session_id = $1"

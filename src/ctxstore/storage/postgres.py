@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ctxstore.context.tokens import TokenCounter
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.db.errors import translated
 from ctxstore.errors import ConflictError, CorruptDataError
@@ -43,6 +44,7 @@ from ctxstore.storage.base import (
     coerce_messages,
     message_digests,
 )
+from ctxstore.storage.pg_reader import PostgresSessionReader
 from ctxstore.upgrade import write_back_messages
 
 # LOAD_SESSION's trailing session columns.
@@ -52,7 +54,9 @@ _VERSION = _COUNT + 2
 _FORMAT = MESSAGE_COLUMN_ORDER.index("format_version")
 
 
-def _message_row(session_id: str, seq: int, message: Message) -> dict[str, Any]:
+def _message_row(
+    session_id: str, seq: int, message: Message, token_count: int | None = None
+) -> dict[str, Any]:
     stamp = message.timestamp
     offset = stamp.utcoffset() if stamp is not None else None
     return {
@@ -66,7 +70,7 @@ def _message_row(session_id: str, seq: int, message: Message) -> dict[str, Any]:
         "name": message.name,
         "metadata": message.metadata or None,
         "digest": message.core_digest(),
-        "token_count": None,
+        "token_count": token_count,
         "format_version": MESSAGE_FORMAT,
     }
 
@@ -123,6 +127,7 @@ class PostgresStorage(AsyncClosing):
         limits: Limits = DEFAULT_LIMITS,
         owns_engine: bool = False,
         upgrade_on_load: bool = False,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         """``upgrade_on_load``: rows found in an old format are written back upgraded
         (only if the session is still at the version that was read)."""
@@ -130,6 +135,8 @@ class PostgresStorage(AsyncClosing):
         self._limits = limits
         self._owns_engine = owns_engine
         self._upgrade_on_load = upgrade_on_load
+        # Each message's contract cost is counted once, when it is written.
+        self.token_counter = token_counter or TokenCounter()
         self._known = pg_sql.KnownSessions()
 
     @classmethod
@@ -140,6 +147,7 @@ class PostgresStorage(AsyncClosing):
         settings: EngineSettings | None = None,
         limits: Limits = DEFAULT_LIMITS,
         upgrade_on_load: bool = False,
+        token_counter: TokenCounter | None = None,
     ) -> PostgresStorage:
         """A storage with its own engine (closed by ``close()``)."""
         return cls(
@@ -147,6 +155,7 @@ class PostgresStorage(AsyncClosing):
             limits=limits,
             owns_engine=True,
             upgrade_on_load=upgrade_on_load,
+            token_counter=token_counter,
         )
 
     @property
@@ -253,6 +262,7 @@ class PostgresStorage(AsyncClosing):
                 MESSAGE_FORMAT,
                 user_id,
                 expected,
+                self._costs(new_list[known.count :]),
             )
         if version is None:
             return None
@@ -297,7 +307,15 @@ class PostgresStorage(AsyncClosing):
         if start < target:
             await conn.execute(
                 pg_sql.INSERT_MESSAGES,
-                [_message_row(session_id, seq, new_list[seq]) for seq in range(start, target)],
+                [
+                    _message_row(session_id, seq, message, cost)
+                    for seq, message, cost in zip(
+                        range(start, target),
+                        new_list[start:],
+                        self._costs(new_list[start:]),
+                        strict=True,
+                    )
+                ],
             )
         new_version = await conn.scalar(
             pg_sql.FINISH_SAVE,
@@ -310,6 +328,9 @@ class PostgresStorage(AsyncClosing):
             },
         )
         return int(new_version), hasher
+
+    def _costs(self, messages: Sequence[Message]) -> list[int | None]:
+        return [self.token_counter.message_cost(message) for message in messages]
 
     @staticmethod
     async def _current(conn: AsyncConnection, session_id: str) -> int:
@@ -358,6 +379,7 @@ class PostgresStorage(AsyncClosing):
             hashlib.sha256(b"".join(digests)).digest(),
             *_append_arrays(0, added),
             MESSAGE_FORMAT,
+            self._costs(added),
         ]
         knowledge = [
             known.count if known else None,
@@ -537,6 +559,19 @@ class PostgresStorage(AsyncClosing):
         check_user_id(user_id, self._limits)
         row = await self._fetchrow("load_profile", docs.CURRENT_PROFILE, user_id)
         return docs.profile_from_row(row, user_id) if row is not None else None
+
+    # -- context assembly ------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def reader(self, session_id: str) -> AsyncIterator[PostgresSessionReader]:
+        """Reads on one snapshot: a REPEATABLE READ, read-only transaction."""
+        check_session_id(session_id, self._limits)
+        with translated("reading the session"):
+            async with (
+                self._driver() as driver,
+                driver.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                yield PostgresSessionReader(driver, session_id)
 
     # -- snapshot -------------------------------------------------------------------------------
 

@@ -1,0 +1,232 @@
+"""ContextBuilder: assembles the Context Contract within a token budget.
+
+Fill order (DESIGN.md section 3): the required parts (user message, consultation state,
+user profile), then the summary, then retrieved knowledge by relevance, then recent
+messages newest first until the budget is used.  Token accounting is exact and never
+re-tokenizes history: see context/tokens.py for why the contract's count is its
+skeleton's count plus each array element's stored count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ctxstore.context.compression import message_cost, walk_newest
+from ctxstore.context.tokens import TokenCounter, contract_message, legacy_fill
+from ctxstore.contract import (
+    CONTEXT_VERSION,
+    ContextContract,
+    KnowledgeItem,
+    serialize_parts,
+)
+from ctxstore.errors import InvalidInputError
+from ctxstore.models import ConsultationState
+from ctxstore.storage.base import SessionHead, StoredMessage, VersionedStorage, check_session_id
+from ctxstore.textcheck import text_problem
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: The state of a consultation that has none stored yet.
+INITIAL_STATE = ConsultationState(stage="greeting")
+
+
+class ContractBudgetError(InvalidInputError):
+    """The required parts of the contract alone exceed the token budget."""
+
+    def __init__(self, required: int, budget: int) -> None:
+        self.required = required
+        self.budget = budget
+        super().__init__(
+            f"the required parts (user message, consultation state, user profile) need "
+            f"{required} tokens but token_budget is {budget}: {required - budget} over"
+        )
+
+
+@dataclass
+class _Plan:
+    """What the contract will hold, and its exact token count."""
+
+    skeleton: dict[str, Any]
+    summary_version: int
+    knowledge: list[dict[str, Any]]
+    knowledge_tokens: int
+    messages: list[StoredMessage]
+    message_tokens: list[int]
+    created_at: datetime = _EPOCH
+
+
+class ContextBuilder:
+    """Builds Context Contracts from a VersionedStorage."""
+
+    def __init__(
+        self,
+        storage: VersionedStorage,
+        *,
+        token_counter: TokenCounter | None = None,
+        initial_state: ConsultationState = INITIAL_STATE,
+    ) -> None:
+        self.storage = storage
+        self.counter = token_counter or TokenCounter()
+        self.initial_state = initial_state
+
+    async def build(
+        self,
+        session_id: str,
+        turn_id: str,
+        user_message: str,
+        retrieved_knowledge: Sequence[KnowledgeItem | Mapping[str, Any]] = (),
+        token_budget: int = 8000,
+    ) -> ContextContract:
+        check_session_id(session_id)
+        for label, value in (("turn_id", turn_id), ("user_message", user_message)):
+            if not isinstance(value, str) or text_problem(value):
+                raise InvalidInputError(f"{label} must be storable text")
+        if type(token_budget) is not int or token_budget <= 0:
+            raise InvalidInputError(f"token_budget must be a positive int, not {token_budget!r}")
+        knowledge = sorted(
+            (_knowledge(item) for item in retrieved_knowledge),
+            key=lambda item: -item.relevance_score,
+        )
+        async with self.storage.reader(session_id) as reader:
+            head = await reader.head()
+            summary = await reader.latest_summary()
+            state = await reader.state()
+            profile = await reader.profile(head.user_id) if head.user_id else None
+            skeleton = {
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "user_message": user_message,
+                "context": {
+                    "recent_messages": [],
+                    "consultation_state": (state.value if state else self.initial_state).document(),
+                    **({"user_profile": profile.value.document()} if profile else {}),
+                },
+                "meta": {
+                    "context_version": CONTEXT_VERSION,
+                    "token_budget": token_budget,
+                    "included_message_count": 0,
+                    "summary_version": 0,
+                },
+            }
+            required = self._skeleton_tokens(skeleton, with_knowledge=False)
+            if required > token_budget:
+                raise ContractBudgetError(required, token_budget)
+            summary_version, covered = 0, -1
+            if summary is not None:
+                with_summary = _with_summary(skeleton, summary.text, summary.summary_version)
+                if self._skeleton_tokens(with_summary, with_knowledge=False) <= token_budget:
+                    skeleton, summary_version = with_summary, summary.summary_version
+                    covered = summary.covers_until  # those messages are in the summary
+            plan = self._plan_knowledge(skeleton, summary_version, knowledge, token_budget)
+            await self._plan_messages(plan, reader, head, token_budget, covered)
+        return self._contract(plan)
+
+    # -- planning ------------------------------------------------------------------------
+
+    def _skeleton_tokens(self, skeleton: dict[str, Any], *, with_knowledge: bool) -> int:
+        return self.counter.count(serialize_parts(skeleton, [], [] if with_knowledge else None))
+
+    def _plan_knowledge(
+        self,
+        skeleton: dict[str, Any],
+        summary_version: int,
+        knowledge: list[KnowledgeItem],
+        budget: int,
+    ) -> _Plan:
+        """Knowledge by relevance: each item that still fits goes in."""
+        plan = _Plan(skeleton, summary_version, [], 0, [], [])
+        if not knowledge:
+            return plan
+        base = self._skeleton_tokens(skeleton, with_knowledge=True)
+        saving = self.counter.first_element_saving
+        for item in knowledge:
+            element = item.model_dump(mode="json")
+            cost = self.counter.element_cost(element)
+            extra = cost - (saving if not plan.knowledge else 0)
+            if base + plan.knowledge_tokens + extra <= budget:
+                plan.knowledge.append(element)
+                plan.knowledge_tokens += extra
+        if plan.knowledge:
+            plan.knowledge_tokens += base - self._skeleton_tokens(skeleton, with_knowledge=False)
+        return plan
+
+    def _total(self, plan: _Plan) -> int:
+        """The exact token count of the contract the plan describes."""
+        skeleton = _with_meta(plan.skeleton, len(plan.messages), plan.summary_version)
+        messages = sum(plan.message_tokens)
+        if plan.messages:
+            messages -= self.counter.first_element_saving
+        return (
+            self._skeleton_tokens(skeleton, with_knowledge=False) + plan.knowledge_tokens + messages
+        )
+
+    async def _plan_messages(
+        self, plan: _Plan, reader: Any, head: SessionHead, budget: int, covered: int
+    ) -> None:
+        """Recent messages newest first, contiguous, until the next one doesn't fit.
+
+        Messages the included summary covers (positions up to ``covered``) stay out.
+        """
+        used = self._total(plan)
+        saving = self.counter.first_element_saving
+        pending: StoredMessage | None = None
+        async for stored in walk_newest(reader, head, floor=covered, chunk=budget // 40 + 16):
+            cost = message_cost(stored, head, self.counter)
+            extra = cost - (saving if not plan.messages else 0)
+            if used + extra > budget:
+                pending = stored
+                break
+            plan.messages.insert(0, stored)
+            plan.message_tokens.insert(0, cost)
+            used += extra
+        # The count of included messages is in meta: settle it exactly.
+        while plan.messages and self._total(plan) > budget:
+            pending = plan.messages.pop(0)
+            plan.message_tokens.pop(0)
+        if pending is not None:
+            cost = message_cost(pending, head, self.counter)
+            plan.messages.insert(0, pending)
+            plan.message_tokens.insert(0, cost)
+            if self._total(plan) > budget:
+                plan.messages.pop(0)
+                plan.message_tokens.pop(0)
+        plan.created_at = head.created_at or _EPOCH
+
+    def _contract(self, plan: _Plan) -> ContextContract:
+        recent = []
+        for stored in plan.messages:
+            turn_id, stamp = legacy_fill(stored.position, plan.created_at)
+            recent.append(contract_message(stored.message, turn_id, stamp))
+        document = _with_meta(plan.skeleton, len(plan.messages), plan.summary_version)
+        context = dict(document["context"])
+        context["recent_messages"] = recent
+        if plan.knowledge:
+            context["retrieved_knowledge"] = plan.knowledge
+        return ContextContract.model_validate({**document, "context": context})
+
+
+def _knowledge(item: KnowledgeItem | Mapping[str, Any]) -> KnowledgeItem:
+    parsed = item if isinstance(item, KnowledgeItem) else KnowledgeItem.model_validate(item)
+    for value in (parsed.title, parsed.content, parsed.source):
+        if text_problem(value):
+            raise InvalidInputError(f"retrieved knowledge {text_problem(value)}")
+    return parsed
+
+
+def _with_summary(skeleton: dict[str, Any], text: str, version: int) -> dict[str, Any]:
+    context = skeleton["context"]
+    ordered = {"recent_messages": context["recent_messages"], "conversation_summary": text}
+    ordered.update({k: v for k, v in context.items() if k != "recent_messages"})
+    return {
+        **skeleton,
+        "context": ordered,
+        "meta": {**skeleton["meta"], "summary_version": version},
+    }
+
+
+def _with_meta(skeleton: dict[str, Any], count: int, summary_version: int) -> dict[str, Any]:
+    meta = {**skeleton["meta"], "included_message_count": count, "summary_version": summary_version}
+    return {**skeleton, "meta": meta}

@@ -1,0 +1,238 @@
+"""Which messages go into a context: the original design's compression strategies.
+
+Every strategy reads only what its window needs: the newest messages in chunks, newest
+first (a backward range scan of the primary key), never the whole history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from ctxstore.context.tokens import TokenCounter, contract_message, legacy_fill
+from ctxstore.errors import ConflictError, InvalidInputError
+from ctxstore.models import Message, Summary
+from ctxstore.storage.base import SessionHead, SessionReader, StoredMessage, VersionedStorage
+
+#: ``summarizer(old_messages, previous_summary) -> new summary text``
+Summarizer = Callable[[Sequence[Message], str | None], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """The messages (oldest first) and summary a context serves, with their cost."""
+
+    messages: list[Message]
+    first_position: int
+    summary: Summary | None
+    token_count: int
+    total_messages: int
+    version: int
+
+    @property
+    def summary_version(self) -> int:
+        return self.summary.summary_version if self.summary else 0
+
+
+def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter) -> int:
+    """A message's contract cost: stored at write time, else counted with the fill."""
+    if stored.token_count is not None:
+        return stored.token_count
+    created = head.created_at or datetime(1970, 1, 1, tzinfo=UTC)
+    turn_id, stamp = legacy_fill(stored.position, created)
+    return counter.element_cost(contract_message(stored.message, turn_id, stamp))
+
+
+async def walk_newest(
+    reader: SessionReader,
+    head: SessionHead,
+    *,
+    floor: int = -1,
+    chunk: int = 64,
+) -> AsyncIterator[StoredMessage]:
+    """Messages newest first, down to (not including) position ``floor``, in chunks."""
+    before = head.message_count
+    size = max(1, chunk)
+    while before > floor + 1:
+        rows = await reader.newest(before, min(size, before - floor - 1))
+        if not rows:
+            return
+        for stored in rows:
+            if stored.position <= floor:
+                return
+            yield stored
+        before = rows[-1].position
+        size = min(size * 2, 4096)
+
+
+async def select_newest(
+    reader: SessionReader,
+    head: SessionHead,
+    counter: TokenCounter,
+    *,
+    max_messages: int | None = None,
+    max_tokens: int | None = None,
+    floor: int = -1,
+) -> tuple[list[StoredMessage], list[int]]:
+    """The newest messages within the limits, oldest first, with their costs.
+
+    Stops at the first message that does not fit, so the window is contiguous.
+    """
+    chosen: list[StoredMessage] = []
+    costs: list[int] = []
+    total = 0
+    chunk = max_messages or (max_tokens // 40 + 16 if max_tokens else 256)
+    async for stored in walk_newest(reader, head, floor=floor, chunk=min(chunk, 1024)):
+        if max_messages is not None and len(chosen) >= max_messages:
+            break
+        cost = message_cost(stored, head, counter)
+        if max_tokens is not None and total + cost > max_tokens:
+            break
+        chosen.append(stored)
+        costs.append(cost)
+        total += cost
+    chosen.reverse()
+    costs.reverse()
+    return chosen, costs
+
+
+class CompressionStrategy(Protocol):
+    """Decides which messages (and which summary) a context carries."""
+
+    async def window(
+        self, storage: VersionedStorage, session_id: str, counter: TokenCounter
+    ) -> ContextWindow: ...
+
+
+def _window(
+    head: SessionHead, chosen: list[StoredMessage], costs: list[int], summary: Summary | None
+) -> ContextWindow:
+    return ContextWindow(
+        messages=[stored.message for stored in chosen],
+        first_position=chosen[0].position if chosen else head.message_count,
+        summary=summary,
+        token_count=sum(costs),
+        total_messages=head.message_count,
+        version=head.version,
+    )
+
+
+@dataclass(frozen=True)
+class SlidingWindow:
+    """The newest ``max_messages`` messages, with the latest summary."""
+
+    max_messages: int
+
+    def __post_init__(self) -> None:
+        if self.max_messages < 0:
+            raise InvalidInputError("max_messages must be >= 0")
+
+    async def window(
+        self, storage: VersionedStorage, session_id: str, counter: TokenCounter
+    ) -> ContextWindow:
+        async with storage.reader(session_id) as reader:
+            head = await reader.head()
+            summary = await reader.latest_summary()
+            chosen, costs = await select_newest(
+                reader, head, counter, max_messages=self.max_messages
+            )
+        return _window(head, chosen, costs, summary)
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """The newest messages whose contract cost fits ``max_tokens``, with the latest summary."""
+
+    max_tokens: int
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 0:
+            raise InvalidInputError("max_tokens must be >= 0")
+
+    async def window(
+        self, storage: VersionedStorage, session_id: str, counter: TokenCounter
+    ) -> ContextWindow:
+        async with storage.reader(session_id) as reader:
+            head = await reader.head()
+            summary = await reader.latest_summary()
+            chosen, costs = await select_newest(reader, head, counter, max_tokens=self.max_tokens)
+        return _window(head, chosen, costs, summary)
+
+
+@dataclass(frozen=True)
+class SummarizeOldest:
+    """Summary + recent messages: when the unsummarized history passes ``trigger_tokens``,
+    everything but the newest ``keep_recent`` messages is folded into the next summary
+    version by ``summarizer`` (called outside any database transaction)."""
+
+    summarizer: Summarizer
+    keep_recent: int
+    trigger_tokens: int
+
+    async def window(
+        self, storage: VersionedStorage, session_id: str, counter: TokenCounter
+    ) -> ContextWindow:
+        async with storage.reader(session_id) as reader:
+            head = await reader.head()
+            summary = await reader.latest_summary()
+            covered = summary.covers_until if summary else -1
+            _, tokens = await reader.token_total(covered)
+        until = head.message_count - self.keep_recent - 1
+        if tokens > self.trigger_tokens and until > covered:
+            await self._summarize(storage, session_id, counter, summary, covered, until)
+        async with storage.reader(session_id) as reader:
+            head = await reader.head()
+            summary = await reader.latest_summary()
+            floor = summary.covers_until if summary else -1
+            chosen, costs = await select_newest(reader, head, counter, floor=floor)
+        return _window(head, chosen, costs, summary)
+
+    async def _summarize(
+        self,
+        storage: VersionedStorage,
+        session_id: str,
+        counter: TokenCounter,
+        previous: Summary | None,
+        covered: int,
+        until: int,
+    ) -> None:
+        async with storage.reader(session_id) as reader:
+            old = await reader.span(covered + 1, until + 1)
+        text = await self.summarizer(old, previous.text if previous else None)
+        with suppress(ConflictError):  # another worker summarized first: serve theirs
+            await storage.save_summary(
+                session_id,
+                text,
+                covers_until=until,
+                token_count=counter.count(text),
+                expected_version=previous.summary_version if previous else 0,
+            )
+
+
+_SENTENCE_END = re.compile(r"(?<=[。！？!?.])\s*")
+
+
+def extractive_summarizer(max_chars: int = 600) -> Summarizer:
+    """A summarizer for demos and tests: NOT an LLM.
+
+    It keeps the previous summary and the first sentence of each user message, in order,
+    without repeats, cut to ``max_chars``.  Deterministic, offline, instant.
+    """
+
+    async def summarize(messages: Sequence[Message], previous: str | None) -> str:
+        parts: list[str] = [previous] if previous else []
+        for message in messages:
+            if message.role != "user":
+                continue
+            first = _SENTENCE_END.split(message.content.strip(), maxsplit=1)[0]
+            first = first.strip().rstrip("。！？!?.")
+            if first and first not in parts:
+                parts.append(first)
+        text = "；".join(parts) or "（无）"
+        return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+    return summarize

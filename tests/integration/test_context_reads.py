@@ -1,0 +1,63 @@
+"""Context assembly on PostgreSQL reads only its window, and uses stored token counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import URL, event, text
+
+from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
+from ctxstore.context.tokens import TokenCounter
+from ctxstore.storage.pg_reader import NEWEST
+
+
+def long_history(count: int) -> list[Message]:
+    return [
+        Message(
+            role="user" if i % 2 == 0 else "assistant",
+            content=f"第{i}条：膝盖走路时有下坠感。",
+            turn_id=f"turn_{i // 2:05d}",
+            timestamp="2026-11-29T08:15:02+08:00",
+        )
+        for i in range(count)
+    ]
+
+
+async def test_token_counts_are_stored_when_messages_are_written(
+    pg_storage: PostgresStorage,
+) -> None:
+    history = long_history(6)
+    await pg_storage.save("s", history[:4])
+    await pg_storage.append("s", history[4:])
+    await pg_storage.save("s", [*history, Message(role="user", content="no turn id")])
+    async with pg_storage.engine.connect() as conn:
+        stored = [
+            row[0]
+            for row in await conn.execute(text("SELECT token_count FROM messages ORDER BY seq"))
+        ]
+    counter = TokenCounter()
+    assert stored[:6] == [counter.message_cost(m) for m in history]
+    assert all(isinstance(count, int) and count > 10 for count in stored[:6])
+    assert stored[6] is None  # needs the session's deterministic fill: counted when used
+
+
+async def test_a_10000_message_context_reads_only_its_window(database_url: URL) -> None:
+    async with PostgresStorage.from_url(database_url) as storage:
+        await storage.save("big", long_history(10_000))
+        requested: list[int] = []
+
+        def on_connect(dbapi_connection: Any, _record: Any) -> None:
+            def log(query: Any) -> None:
+                if query.query == NEWEST:
+                    requested.append(query.args[2])
+
+            dbapi_connection.driver_connection.add_query_logger(log)
+
+        await storage.engine.dispose()  # new connections get the logger
+        event.listen(storage.engine.sync_engine, "connect", on_connect)
+        contract = await ContextBuilder(storage).build("big", "t", "继续", token_budget=8000)
+        window = await ContextManager(storage).get_context("big", TokenBudget(8000))
+    assert contract.meta.included_message_count > 100
+    assert len(window.messages) > 100
+    assert requested and sum(requested) < 2 * 8000 // 40 + 64  # rows asked for, not 10,000
+    print(f"rows requested for two 8,000-token windows of 10,000 messages: {sum(requested)}")
