@@ -13,6 +13,7 @@ from sqlalchemy import URL
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.context.compression import SummarizeOldest, extractive_summarizer
 from ctxstore.context.manager import ContextManager
+from ctxstore.contract import EXAMPLE
 from ctxstore.db import migrations
 from ctxstore.db.admin import create_database
 from ctxstore.db.engine import redact
@@ -34,17 +35,7 @@ TURNS = [
 ]
 
 STATES: list[dict[str, Any]] = [
-    {
-        "stage": "collecting_details",
-        "chief_complaint": "膝盖下坠感",
-        "body_parts": ["膝盖"],
-        "symptoms": ["下坠感"],
-        "duration": "一周",
-        "aggravating_factors": ["走路"],
-        "missing_slots": ["pain_level", "swelling", "trauma"],
-        "last_question": "是否伴随疼痛或肿胀？",
-        "pending_answer_for": ["pain", "swelling"],
-    },
+    EXAMPLE["context"]["consultation_state"],
     {
         "stage": "collecting_details",
         "chief_complaint": "膝盖下坠感",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from ctxstore import (
     SessionNotFoundError,
     UserProfile,
 )
+from ctxstore.contract import EXAMPLE
 from ctxstore.storage.base import NEW_SESSION, VersionedStorage
 
 
@@ -25,21 +27,7 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, object]:
     return ("memory", None)
 
 
-KNEE_STATE: dict[str, Any] = {
-    "stage": "collecting_details",
-    "chief_complaint": "膝盖下坠感",
-    "body_parts": ["膝盖"],
-    "symptoms": ["下坠感"],
-    "duration": "一周",
-    "aggravating_factors": ["走路"],
-    "pain_level": None,
-    "swelling": None,
-    "trauma": None,
-    "red_flags": [],
-    "missing_slots": ["pain_level", "swelling", "trauma"],
-    "last_question": "是否伴随疼痛或肿胀？",
-    "pending_answer_for": ["pain", "swelling"],
-}
+KNEE_STATE: dict[str, Any] = copy.deepcopy(EXAMPLE["context"]["consultation_state"])
 
 
 def turn(index: int) -> list[Message]:

@@ -121,6 +121,23 @@ def _window(
     )
 
 
+async def _newest_window(
+    storage: VersionedStorage,
+    session_id: str,
+    counter: TokenCounter,
+    *,
+    max_messages: int | None = None,
+    max_tokens: int | None = None,
+) -> ContextWindow:
+    async with storage.reader(session_id) as reader:
+        head = await reader.head()
+        summary = await reader.latest_summary()
+        chosen, costs = await select_newest(
+            reader, head, counter, max_messages=max_messages, max_tokens=max_tokens
+        )
+    return _window(head, chosen, costs, summary)
+
+
 @dataclass(frozen=True)
 class SlidingWindow:
     """The newest ``max_messages`` messages, with the latest summary."""
@@ -134,13 +151,7 @@ class SlidingWindow:
     async def window(
         self, storage: VersionedStorage, session_id: str, counter: TokenCounter
     ) -> ContextWindow:
-        async with storage.reader(session_id) as reader:
-            head = await reader.head()
-            summary = await reader.latest_summary()
-            chosen, costs = await select_newest(
-                reader, head, counter, max_messages=self.max_messages
-            )
-        return _window(head, chosen, costs, summary)
+        return await _newest_window(storage, session_id, counter, max_messages=self.max_messages)
 
 
 @dataclass(frozen=True)
@@ -156,11 +167,7 @@ class TokenBudget:
     async def window(
         self, storage: VersionedStorage, session_id: str, counter: TokenCounter
     ) -> ContextWindow:
-        async with storage.reader(session_id) as reader:
-            head = await reader.head()
-            summary = await reader.latest_summary()
-            chosen, costs = await select_newest(reader, head, counter, max_tokens=self.max_tokens)
-        return _window(head, chosen, costs, summary)
+        return await _newest_window(storage, session_id, counter, max_tokens=self.max_tokens)
 
 
 @dataclass(frozen=True)
