@@ -21,6 +21,7 @@ from sqlalchemy import URL
 from ctxstore.db import migrations
 from ctxstore.db.admin import create_database, drop_database
 from ctxstore.db.engine import normalize_url, redact
+from ctxstore.db.roles import PREFIX_ENV
 
 TEST_URL_ENV = "CTXSTORE_TEST_DATABASE_URL"
 
@@ -47,6 +48,19 @@ def planned_source() -> str:
     return "embedded server (pgserver), no Docker engine answered"
 
 
+def use_unique_role_names() -> str:
+    """Roles are cluster-wide: this run's migrations create roles only it uses."""
+    prefix = f"ctxstore_t{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    os.environ[PREFIX_ENV] = prefix
+    return prefix
+
+
+async def drop_roles(url: URL, prefix: str) -> None:
+    from ctxstore.db.admin import drop_roles_with_prefix  # noqa: PLC0415
+
+    await drop_roles_with_prefix(url, prefix)
+
+
 @dataclass
 class PgTestServer:
     """A PostgreSQL server the tests may create and drop databases on."""
@@ -55,6 +69,7 @@ class PgTestServer:
     source: str
     _stop: Callable[[], None] | None = None
     _created: list[str] = field(default_factory=list)
+    role_prefix: str = field(default_factory=use_unique_role_names)
     prefix: str = field(default_factory=lambda: f"ctxstore_t{os.getpid()}_{uuid.uuid4().hex[:6]}")
 
     def new_name(self, kind: str) -> str:
@@ -76,6 +91,11 @@ class PgTestServer:
                 self.drop(name)
             except Exception as error:  # keep dropping the rest
                 print(f"could not drop test database {name}: {error}")
+        if self.role_prefix:
+            try:
+                asyncio.run(drop_roles(self.url, self.role_prefix))
+            except Exception as error:
+                print(f"could not drop test roles {self.role_prefix}_*: {error}")
         if self._stop is not None:
             self._stop()
 

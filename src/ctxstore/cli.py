@@ -9,12 +9,14 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import URL
 
+from ctxstore.analytics import REPORTS
 from ctxstore.db import migrations
-from ctxstore.db.engine import DATABASE_URL_ENV, redact, url_from_environment
+from ctxstore.db.engine import DATABASE_URL_ENV, create_engine, redact, url_from_environment
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.storage.postgres import PostgresStorage
 
@@ -63,6 +65,25 @@ def _build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--prefix", default="ctx:session", help="key prefix (ctx:session)")
     importer.add_argument("--concurrency", type=int, default=8)
 
+    analytics = commands.add_parser(
+        "analytics", help="reports over consultations (reads the analytics views only)"
+    )
+    analytics.add_argument("report", choices=REPORTS)
+    _add_database_url(analytics)
+    analytics.add_argument("--since", type=_timestamp, help="first activity on or after (ISO date)")
+    analytics.add_argument("--until", type=_timestamp, help="first activity before (ISO date)")
+    analytics.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    analytics.add_argument("--per", choices=("day", "week"), default="day", help="red-flags")
+    analytics.add_argument("--limit", type=int, default=20, help="frequency reports")
+
+    seed = commands.add_parser(
+        "seed-sample", help="write realistic sample consultations through the public API"
+    )
+    _add_database_url(seed)
+    seed.add_argument("--sessions", type=int, required=True)
+    seed.add_argument("--seed", type=int, default=7)
+    seed.add_argument("--concurrency", type=int, default=8)
+
     contract = commands.add_parser("contract", help="the Context Contract")
     contract_commands = contract.add_subparsers(dest="contract_command", required=True)
     contract_commands.add_parser(
@@ -102,6 +123,10 @@ def _run(args: argparse.Namespace) -> int:
         document = contract_json_schema() if args.contract_command == "schema" else EXAMPLE
         print(json.dumps(document, ensure_ascii=False, indent=2))
         return 0
+    if args.command == "analytics":
+        return asyncio.run(_analytics(url_from_environment(args.database_url), args))
+    if args.command == "seed-sample":
+        return asyncio.run(_seed(url_from_environment(args.database_url), args))
     if args.command == "upgrade-data":
         return asyncio.run(_upgrade_data(url_from_environment(args.database_url), args))
     if args.command == "import-redis":
@@ -112,6 +137,39 @@ def _run(args: argparse.Namespace) -> int:
         run_demo(args.database_url or os.environ.get(DATABASE_URL_ENV), args.data_dir)
         return 0
     raise AssertionError(args.command)
+
+
+def _timestamp(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or timestamp: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+async def _analytics(url: URL, args: argparse.Namespace) -> int:
+    from ctxstore.analytics import run_report  # noqa: PLC0415
+
+    engine = create_engine(url)
+    try:
+        report = await run_report(
+            engine, args.report, since=args.since, until=args.until, per=args.per, limit=args.limit
+        )
+    finally:
+        await engine.dispose()
+    print(report.render(args.format))
+    return 0
+
+
+async def _seed(url: URL, args: argparse.Namespace) -> int:
+    from ctxstore.sample import seed_sample  # noqa: PLC0415
+
+    async with PostgresStorage.from_url(url) as storage:
+        report = await seed_sample(
+            storage, args.sessions, seed=args.seed, concurrency=args.concurrency
+        )
+    print(report.summary())
+    return 0
 
 
 async def _upgrade_data(url: URL, args: argparse.Namespace) -> int:

@@ -24,12 +24,15 @@ REPO = Path(__file__).resolve().parents[2]
 SCHEMA_QUERIES = {
     "tables": """
         SELECT table_name FROM information_schema.tables
-        WHERE table_schema = 'public' AND table_name <> 'alembic_version' ORDER BY 1""",
+        WHERE table_schema = 'public' AND table_name <> 'alembic_version'
+          AND table_type = 'BASE TABLE' ORDER BY 1""",
     "columns": """
-        SELECT table_name, column_name, data_type, is_nullable, column_default,
-               character_maximum_length, numeric_precision
-        FROM information_schema.columns
-        WHERE table_schema = 'public' AND table_name <> 'alembic_version' ORDER BY 1, 2""",
+        SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, c.column_default,
+               c.character_maximum_length, c.numeric_precision
+        FROM information_schema.columns AS c
+        JOIN information_schema.tables AS t USING (table_schema, table_name)
+        WHERE c.table_schema = 'public' AND c.table_name <> 'alembic_version'
+          AND t.table_type = 'BASE TABLE' ORDER BY 1, 2""",
     "constraints": """
         SELECT conrelid::regclass::text, conname, contype, pg_get_constraintdef(oid)
         FROM pg_constraint

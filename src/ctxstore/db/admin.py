@@ -58,3 +58,25 @@ async def drop_database(server_url: str | URL, name: str) -> None:
         await _autocommit(
             url, (f"DROP DATABASE IF EXISTS {quote_identifier(name)} WITH (FORCE)", {})
         )
+
+
+async def drop_roles_with_prefix(server_url: str | URL, prefix: str) -> list[str]:
+    """Drop the roles named ``{prefix}_*`` (test clean-up; roles are cluster-wide)."""
+    url = normalize_url(server_url)
+    engine = create_engine(url, pooled=False)
+    dropped: list[str] = []
+    try:
+        async with engine.connect() as plain:
+            conn = await plain.execution_options(isolation_level="AUTOCOMMIT")
+            names = (
+                await conn.execute(
+                    text("SELECT rolname FROM pg_roles WHERE starts_with(rolname, :p)"),
+                    {"p": prefix + "_"},
+                )
+            ).scalars()
+            for name in list(names):
+                await conn.execute(text(f"DROP ROLE IF EXISTS {quote_identifier(name)}"))
+                dropped.append(name)
+    finally:
+        await engine.dispose()
+    return dropped

@@ -1,0 +1,302 @@
+"""Analytics reports on a small known dataset, and the least-privilege roles."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import URL, text
+from sqlalchemy.exc import ProgrammingError
+
+from ctxstore import Message, PostgresStorage
+from ctxstore.analytics import run_report
+from ctxstore.db.roles import role_names
+from ctxstore.sample import sample_consultation, seed_sample
+
+DAY1 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)  # a Monday
+DAY2 = DAY1 + timedelta(days=1)
+DAY3 = DAY1 + timedelta(days=7)  # the next week
+
+
+def midnight(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0)
+
+
+def talk(start: datetime, turns: int, minutes_apart: float) -> list[Message]:
+    messages = []
+    for turn in range(turns):
+        for offset, role in enumerate(("user", "assistant")):
+            messages.append(
+                Message(
+                    role=role,
+                    content=f"{role} {turn}",
+                    turn_id=f"t{turn}",
+                    timestamp=start + timedelta(minutes=minutes_apart * (2 * turn + offset)),
+                )
+            )
+    return messages
+
+
+def state(
+    stage: str, complaint: str | None, parts: list[str], symptoms: list[str], flags: list[str]
+) -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "chief_complaint": complaint,
+        "body_parts": parts,
+        "symptoms": symptoms,
+        "red_flags": flags,
+    }
+
+
+# session: (first activity, turns, minutes between messages, state versions in order)
+DATASET: dict[str, tuple[datetime, int, float, list[dict[str, Any]]]] = {
+    "A": (
+        DAY1,
+        2,
+        1.0,
+        [  # 4 messages over 3 minutes; collecting twice = one transition
+            state("greeting", None, [], [], []),
+            state("collecting_details", "膝盖下坠感", ["膝盖"], ["下坠感"], []),
+            state("collecting_details", "膝盖下坠感", ["膝盖"], ["下坠感", "疼痛"], []),
+            state("assessing", "膝盖下坠感", ["膝盖"], ["下坠感", "疼痛"], []),
+        ],
+    ),
+    "B": (
+        DAY1 + timedelta(hours=3),
+        1,
+        5.0,
+        [
+            state("greeting", None, [], [], []),
+            state("collecting_details", "膝盖下坠感", ["膝盖"], ["下坠感"], ["无法负重"]),
+        ],
+    ),
+    "C": (
+        DAY2,
+        3,
+        2.0,
+        [  # 6 messages over 10 minutes
+            state("greeting", None, [], [], []),
+            state("collecting_details", "脚踝扭伤", ["脚踝"], ["肿胀", "疼痛"], []),
+            state("assessing", "脚踝扭伤", ["脚踝"], ["肿胀", "疼痛"], []),
+            state("advising", "脚踝扭伤", ["脚踝"], ["肿胀", "疼痛"], []),
+        ],
+    ),
+    "D": (
+        DAY2 + timedelta(hours=5),
+        1,
+        1.0,
+        [
+            state("greeting", "腰痛", ["腰部"], [], ["发热"]),
+        ],
+    ),
+    "E": (DAY3, 1, 4.0, []),  # no state yet
+}
+
+
+@pytest.fixture
+async def known(database_url: URL) -> AsyncIterator[PostgresStorage]:
+    async with PostgresStorage.from_url(database_url) as storage:
+        for session_id, (start, turns, apart, states) in DATASET.items():
+            await storage.save(session_id, talk(start, turns, apart), user_id=f"user-{session_id}")
+            for document in states:
+                await storage.save_state(session_id, document)
+        await storage.save_summary("C", "总结", covers_until=2)
+        yield storage
+
+
+async def report(storage: PostgresStorage, name: str, **options: Any) -> list[dict[str, Any]]:
+    return (await run_report(storage.engine, name, **options)).as_dicts()
+
+
+async def test_overview(known: PostgresStorage) -> None:
+    (row,) = await report(known, "overview")
+    assert row["consultations"] == 5
+    assert row["messages"] == 4 + 2 + 6 + 2 + 2
+    assert float(row["avg_turns"]) == (2 + 1 + 3 + 1 + 1) / 5
+    assert float(row["red_flag_rate"]) == 2 / 5
+    assert float(row["summarized_share"]) == 1 / 5
+    # durations in minutes: A 3, B 5, C 10, D 1, E 4 -> median 4
+    assert float(row["median_minutes"]) == 4.0
+
+
+async def test_funnel_and_drop_off(known: PostgresStorage) -> None:
+    rows = await report(known, "funnel")
+    assert [(r["stage"], r["reached"], r["ended_here"]) for r in rows] == [
+        ("greeting", 4, 1),
+        ("collecting_details", 3, 1),
+        ("assessing", 2, 1),
+        ("advising", 1, 1),
+    ]
+    assert [float(r["share_of_first"]) for r in rows] == [1.0, 0.75, 0.5, 0.25]
+    assert float(rows[1]["drop_off_rate"]) == round(1 / 3, 4)
+
+
+async def test_transitions(known: PostgresStorage) -> None:
+    rows = await report(known, "transitions")
+    assert {(r["from_stage"], r["to_stage"]): r["transitions"] for r in rows} == {
+        (None, "greeting"): 4,
+        ("greeting", "collecting_details"): 3,
+        ("collecting_details", "assessing"): 2,
+        ("assessing", "advising"): 1,
+    }
+
+
+async def test_frequencies(known: PostgresStorage) -> None:
+    complaints = await report(known, "complaints")
+    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [
+        ("膝盖下坠感", 2),
+        ("脚踝扭伤", 1),
+        ("腰痛", 1),
+    ]
+    parts = await report(known, "body-parts")
+    assert [(r["body_part"], r["consultations"]) for r in parts] == [
+        ("膝盖", 2),
+        ("脚踝", 1),
+        ("腰部", 1),
+    ]
+    symptoms = await report(known, "symptoms")
+    assert [(r["symptom"], r["consultations"]) for r in symptoms] == [
+        ("下坠感", 2),
+        ("疼痛", 2),
+        ("肿胀", 1),
+    ]
+
+
+async def test_red_flags_per_day_and_week(known: PostgresStorage) -> None:
+    daily = await report(known, "red-flags", per="day")
+    assert [
+        (r["day"], r["consultations"], r["with_red_flags"], float(r["rate"])) for r in daily
+    ] == [
+        (midnight(DAY1), 2, 1, 0.5),
+        (midnight(DAY2), 2, 1, 0.5),
+        (midnight(DAY3), 1, 0, 0.0),
+    ]
+    weekly = await report(known, "red-flags", per="week")
+    assert [(r["week"], r["consultations"], r["with_red_flags"]) for r in weekly] == [
+        (midnight(DAY1), 4, 2),
+        (midnight(DAY3), 1, 0),
+    ]
+
+
+async def test_since_and_until_select_by_first_activity(known: PostgresStorage) -> None:
+    (row,) = await report(known, "overview", since=DAY2, until=DAY3)
+    assert row["consultations"] == 2  # C and D
+    funnel = await report(known, "funnel", since=DAY2)
+    assert [(r["stage"], r["reached"]) for r in funnel][:2] == [
+        ("greeting", 2),
+        ("collecting_details", 1),
+    ]
+    assert await report(known, "complaints", until=DAY1) == []
+
+
+async def test_durations_by_final_stage(known: PostgresStorage) -> None:
+    rows = {r["final_stage"]: r for r in await report(known, "durations")}
+    assert float(rows["advising"]["median_minutes"]) == 10.0
+    assert rows[None]["consultations"] == 1  # E has no state
+
+
+def test_analytics_command_renders_table_json_and_csv(
+    known: PostgresStorage, database_url: URL
+) -> None:
+    env = {**os.environ, "CTXSTORE_DATABASE_URL": database_url.render_as_string(False)}
+    outputs = {}
+    for output in ("table", "json", "csv"):
+        result = subprocess.run(
+            [sys.executable, "-m", "ctxstore.cli", "analytics", "complaints", "--format", output],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs[output] = result.stdout
+    assert outputs["table"].splitlines()[0].split() == ["chief_complaint", "consultations"]
+    assert "膝盖下坠感" in outputs["table"]
+    assert '"consultations": 2' in outputs["json"]
+    assert outputs["csv"].splitlines()[1] == "膝盖下坠感,2"
+
+
+# -- roles -----------------------------------------------------------------------------
+
+
+async def as_role(storage: PostgresStorage, role: str, sql: str) -> list[tuple[Any, ...]]:
+    """Run ``sql`` with only ``role``'s privileges (SET ROLE on a superuser connection)."""
+    async with storage.engine.connect() as conn:
+        await conn.execute(text(f"SET ROLE {role}"))
+        try:
+            result = await conn.execute(text(sql))
+            return [tuple(row) for row in result] if result.returns_rows else []
+        finally:
+            await conn.rollback()
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "messages",
+        "summaries",
+        "user_profiles",
+        "sessions",
+        "consultation_states",
+        "consultation_state_history",
+    ],
+)
+async def test_the_analytics_role_cannot_read_tables(known: PostgresStorage, table: str) -> None:
+    with pytest.raises(ProgrammingError, match="permission denied"):
+        await as_role(known, role_names().analytics, f"SELECT * FROM {table} LIMIT 1")
+
+
+async def test_the_analytics_role_reads_the_views(known: PostgresStorage) -> None:
+    roles = role_names()
+    rows = await as_role(known, roles.analytics, "SELECT count(*) FROM analytics_consultations")
+    assert rows == [(5,)]
+    funnel = await as_role(
+        known, roles.analytics, "SELECT stage, reached FROM analytics_stage_funnel"
+    )
+    assert ("greeting", 4) in funnel
+    columns = await as_role(
+        known,
+        roles.analytics,
+        "SELECT string_agg(column_name, ',') FROM information_schema.columns "
+        "WHERE table_name LIKE 'analytics_%'",
+    )
+    assert not {"content", "text", "document", "age", "gender"} & set(columns[0][0].split(","))
+
+
+async def test_the_app_role_has_dml_but_no_ddl(known: PostgresStorage) -> None:
+    app = role_names().app
+    assert await as_role(known, app, "SELECT count(*) FROM messages") == [(16,)]
+    await as_role(known, app, "UPDATE sessions SET user_id = user_id WHERE session_id = 'A'")
+    for ddl in (
+        "CREATE TABLE intruder (x int)",
+        "ALTER TABLE messages ADD COLUMN intruder int",
+        "DROP TABLE summaries",
+        "TRUNCATE messages",
+        "CREATE INDEX intruder ON messages (content)",
+    ):
+        with pytest.raises(ProgrammingError, match=r"permission denied|must be owner"):
+            await as_role(known, app, ddl)
+
+
+async def test_seed_sample_writes_varied_consultations_through_the_api(
+    pg_storage: PostgresStorage,
+) -> None:
+    seeded = await seed_sample(pg_storage, 60, seed=3, concurrency=4, show=False)
+    assert seeded.sessions == 60
+    assert sum(seeded.stages.values()) == 60 and len([s for s in seeded.stages.values() if s]) >= 4
+    (row,) = await report(pg_storage, "overview")
+    assert row["consultations"] == 60 and row["messages"] == seeded.messages
+    funnel = await report(pg_storage, "funnel")
+    assert funnel[0]["stage"] == "greeting" and funnel[0]["reached"] == 60
+    first = sample_consultation(0, seed=3)
+    assert [m.content for m in await pg_storage.load(first.session_id)] == [
+        m.content for m in first.messages
+    ]
+    again = sample_consultation(5, seed=3, now=DAY1)
+    assert again == sample_consultation(5, seed=3, now=DAY1)  # deterministic
