@@ -84,6 +84,10 @@ def _build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--seed", type=int, default=7)
     seed.add_argument("--concurrency", type=int, default=8)
 
+    purge = commands.add_parser("purge-expired", help="delete expired sessions in batches")
+    _add_database_url(purge)
+    purge.add_argument("--batch-size", type=int, default=1000)
+
     contract = commands.add_parser("contract", help="the Context Contract")
     contract_commands = contract.add_subparsers(dest="contract_command", required=True)
     contract_commands.add_parser(
@@ -127,6 +131,8 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(_analytics(url_from_environment(args.database_url), args))
     if args.command == "seed-sample":
         return asyncio.run(_seed(url_from_environment(args.database_url), args))
+    if args.command == "purge-expired":
+        return asyncio.run(_purge(url_from_environment(args.database_url), args))
     if args.command == "upgrade-data":
         return asyncio.run(_upgrade_data(url_from_environment(args.database_url), args))
     if args.command == "import-redis":
@@ -168,6 +174,15 @@ async def _seed(url: URL, args: argparse.Namespace) -> int:
         report = await seed_sample(
             storage, args.sessions, seed=args.seed, concurrency=args.concurrency
         )
+    print(report.summary())
+    return 0
+
+
+async def _purge(url: URL, args: argparse.Namespace) -> int:
+    from ctxstore.expiry import purge_expired  # noqa: PLC0415
+
+    async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
+        report = await purge_expired(driver, batch_size=args.batch_size)
     print(report.summary())
     return 0
 

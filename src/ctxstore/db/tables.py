@@ -58,6 +58,8 @@ sessions = Table(
     ),
     CheckConstraint("message_count >= 0", name="message_count_non_negative"),
     Index("ix_sessions_user_id", "user_id"),
+    # purge-expired walks expired sessions oldest first; most sessions may never expire.
+    Index("ix_sessions_expires_at", "expires_at", postgresql_where=text("expires_at IS NOT NULL")),
 )
 
 messages = Table(

@@ -27,7 +27,14 @@ from ctxstore.models import (
 
 Driver = Any  # an asyncpg connection (typed loosely: asyncpg ships no stubs)
 
-SESSION_HEAD = "SELECT version, user_id FROM sessions WHERE session_id = $1"
+# A session past its expires_at behaves as missing (see pg_sql.LIVE).
+_LIVE_SESSION = """EXISTS (SELECT FROM sessions AS s WHERE s.session_id = $1
+                     AND (s.expires_at IS NULL OR s.expires_at > now()))"""
+
+SESSION_HEAD = """
+SELECT version, user_id FROM sessions AS s
+ WHERE session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
+"""
 
 # -- summaries ------------------------------------------------------------------------------
 
@@ -43,6 +50,7 @@ SELECT s.session_id, latest.version + 1, $2, $3, $4, {SUMMARY_FORMAT}
        LATERAL (SELECT coalesce(max(summary_version), 0) AS version
                   FROM summaries WHERE session_id = $1) AS latest
  WHERE s.session_id = $1
+   AND (s.expires_at IS NULL OR s.expires_at > now())
    AND s.message_count > $3
    AND ($5::int IS NULL OR latest.version = $5)
 RETURNING {_SUMMARY_COLUMNS}
@@ -51,16 +59,17 @@ RETURNING {_SUMMARY_COLUMNS}
 SUMMARY_PRECONDITIONS = """
 SELECT s.message_count,
        (SELECT coalesce(max(summary_version), 0) FROM summaries WHERE session_id = $1)
-  FROM sessions AS s WHERE s.session_id = $1
+  FROM sessions AS s WHERE s.session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
 """
 
 LATEST_SUMMARY = f"""
 SELECT {_SUMMARY_COLUMNS} FROM summaries
- WHERE session_id = $1 ORDER BY summary_version DESC LIMIT 1
+ WHERE session_id = $1 AND {_LIVE_SESSION} ORDER BY summary_version DESC LIMIT 1
 """
 
 SUMMARY_AT = f"""
-SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE session_id = $1 AND summary_version = $2
+SELECT {_SUMMARY_COLUMNS} FROM summaries
+ WHERE session_id = $1 AND summary_version = $2 AND {_LIVE_SESSION}
 """
 
 
@@ -129,7 +138,8 @@ SELECT version, updated_at FROM target
 # Any version wins; the first write of a session's state inserts version 1.
 UPSERT_STATE = _state_statement(f"""
     INSERT INTO consultation_states AS c (session_id, version, {_STATE_FIELDS})
-    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s WHERE s.session_id = $1
+    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
+     WHERE s.session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
     ON CONFLICT (session_id) DO UPDATE
        SET version = c.version + 1, {_STATE_UPDATE}, updated_at = now()
     RETURNING c.version, c.updated_at""")
@@ -137,7 +147,8 @@ UPSERT_STATE = _state_statement(f"""
 # expected_version = 0: only when no state exists yet.
 INSERT_FIRST_STATE = _state_statement(f"""
     INSERT INTO consultation_states (session_id, version, {_STATE_FIELDS})
-    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s WHERE s.session_id = $1
+    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
+     WHERE s.session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
     ON CONFLICT (session_id) DO NOTHING
     RETURNING version, updated_at""")
 
@@ -147,22 +158,22 @@ UPDATE_STATE_AT = _state_statement(f"""
        SET version = version + 1,
            ({_STATE_FIELDS}) = ({_STATE_VALUES}),
            updated_at = now()
-     WHERE session_id = $1 AND version = $11
+     WHERE session_id = $1 AND version = $11 AND {_LIVE_SESSION}
     RETURNING version, updated_at""")
 
 STATE_PRECONDITIONS = """
 SELECT (SELECT version FROM consultation_states WHERE session_id = $1)
-  FROM sessions WHERE session_id = $1
+  FROM sessions AS s WHERE session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
 """
 
-CURRENT_STATE = """
+CURRENT_STATE = f"""
 SELECT document, format_version, version, updated_at
-  FROM consultation_states WHERE session_id = $1
+  FROM consultation_states WHERE session_id = $1 AND {_LIVE_SESSION}
 """
 
-STATE_HISTORY = """
+STATE_HISTORY = f"""
 SELECT document, format_version, version, created_at
-  FROM consultation_state_history WHERE session_id = $1 ORDER BY version
+  FROM consultation_state_history WHERE session_id = $1 AND {_LIVE_SESSION} ORDER BY version
 """
 
 

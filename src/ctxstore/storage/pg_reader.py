@@ -12,7 +12,8 @@ from ctxstore.storage.base import SessionHead, StoredMessage
 _COLUMNS = ", ".join(MESSAGE_COLUMN_ORDER)
 
 HEAD = """
-SELECT version, message_count, created_at, user_id FROM sessions WHERE session_id = $1
+SELECT version, message_count, created_at, user_id FROM sessions AS s
+ WHERE session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
 """
 
 # A backward range scan of the primary key: reads only the rows the window takes.

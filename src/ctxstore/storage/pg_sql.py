@@ -14,13 +14,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Text, and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    Interval,
+    Text,
+    and_,
+    bindparam,
+    delete,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from ctxstore.db.tables import messages, sessions
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER
 
 EMPTY_HASH = hashlib.sha256(b"").digest()
+
+# A session past its expires_at behaves as missing: reads skip it, writes purge it first.
+LIVE = "(s.expires_at IS NULL OR s.expires_at > now())"
 
 Hasher = Any  # hashlib's HASH object (not importable for annotations)
 
@@ -32,7 +46,7 @@ LOAD_SESSION = f"""
 SELECT {_M_COLUMNS}, s.message_count, s.content_hash, s.version
   FROM sessions AS s
   LEFT JOIN messages AS m ON m.session_id = s.session_id
- WHERE s.session_id = $1
+ WHERE s.session_id = $1 AND {LIVE}
  ORDER BY m.seq
 """
 
@@ -53,17 +67,17 @@ unnest({p[0]}::int[], {p[1]}::text[], {p[2]}::text[], {p[3]}::text[],
 
 # save()'s fast path.  Append the new messages only if the session still holds exactly
 # the list the caller extended (same count $2, same content hash $3) and, when given, is
-# at the expected version $17 ($16: the user id, $18: the token counts).  Under READ
+# at the expected version $17 ($16: the user id, $18: the token counts, $19: the TTL).  Under READ
 # COMMITTED a concurrent save makes the UPDATE re-check its WHERE against the new row
 # version, so a lost race returns no row and writes nothing; the caller then takes the
 # locked path.
 APPEND_IF_UNCHANGED = f"""
 WITH updated AS (
-    UPDATE sessions
+    UPDATE sessions AS s
        SET message_count = $4, content_hash = $5, version = version + 1, updated_at = now(),
-           user_id = coalesce($16, user_id)
+           user_id = coalesce($16, user_id), expires_at = now() + $19::interval
      WHERE session_id = $1 AND message_count = $2 AND content_hash = $3
-       AND ($17::bigint IS NULL OR version = $17)
+       AND ($17::bigint IS NULL OR version = $17) AND {LIVE}
  RETURNING version
 ), inserted AS (
     INSERT INTO messages
@@ -106,6 +120,7 @@ SELECT start, version FROM target
 # messages, if that knowledge was right; else NULL (the next save recomputes it from the
 # stored digests).
 _EXTEND_SESSION = """
+       expires_at = now() + $ttl::interval,
        message_count = s.message_count + $3,
        content_hash = CASE WHEN s.message_count = 0 THEN $4::bytea
                            WHEN s.message_count = $16 AND s.content_hash = $17
@@ -114,26 +129,53 @@ _EXTEND_SESSION = """
        user_id = coalesce($2, s.user_id),
        updated_at = now()"""
 
+# An expired session makes these return no row; PostgresStorage purges it and retries.
 APPEND = _append_statement(f"""
-    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version)
-    VALUES ($1, $2, $3, $4, 1)
-    ON CONFLICT (session_id) DO UPDATE SET {_EXTEND_SESSION}
+    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version,
+                               expires_at)
+    VALUES ($1, $2, $3, $4, 1, now() + $19::interval)
+    ON CONFLICT (session_id) DO UPDATE SET {_EXTEND_SESSION.replace("$ttl", "$19")}
+     WHERE {LIVE}
     RETURNING s.message_count - $3 AS start, s.version""")
 
 # expected_version = 0: only if the session does not exist yet.
 APPEND_TO_NEW = _append_statement("""
-    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version)
-    VALUES ($1, $2, $3, $4, 1)
+    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version,
+                               expires_at)
+    VALUES ($1, $2, $3, $4, 1, now() + $16::interval)
     ON CONFLICT (session_id) DO NOTHING
     RETURNING 0 AS start, s.version""")
 
 # expected_version = $19.
 APPEND_AT_VERSION = _append_statement(f"""
-    UPDATE sessions AS s SET {_EXTEND_SESSION}
-     WHERE s.session_id = $1 AND s.version = $19
+    UPDATE sessions AS s SET {_EXTEND_SESSION.replace("$ttl", "$20")}
+     WHERE s.session_id = $1 AND s.version = $19 AND {LIVE}
     RETURNING s.message_count - $3 AS start, s.version""")
 
-SESSION_VERSION = "SELECT version FROM sessions WHERE session_id = $1"
+SESSION_VERSION = f"SELECT version FROM sessions AS s WHERE session_id = $1 AND {LIVE}"
+
+PURGE_IF_EXPIRED = """
+DELETE FROM sessions WHERE session_id = $1 AND expires_at <= now() RETURNING 1
+"""
+
+PURGE_LOCKED_IF_EXPIRED = delete(sessions).where(
+    sessions.c.session_id == bindparam("sid"), sessions.c.expires_at <= func.now()
+)
+
+# purge-expired: one batch; SKIP LOCKED leaves sessions being written to the next run.
+PURGE_EXPIRED_BATCH = """
+WITH doomed AS (
+    SELECT session_id FROM sessions
+     WHERE expires_at <= now()
+     ORDER BY expires_at
+     LIMIT $1
+       FOR UPDATE SKIP LOCKED
+)
+DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
+RETURNING s.message_count
+"""
+
+COUNT_EXPIRED = "SELECT count(*) FROM sessions WHERE expires_at <= now()"
 
 # The locked save: PostgreSQL checks the expected version while taking the row lock.
 LOCK_SESSION = (
@@ -150,7 +192,11 @@ LOCK_SESSION = (
 
 CREATE_SESSION = (
     pg_insert(sessions)
-    .values(session_id=bindparam("sid"), content_hash=EMPTY_HASH)
+    .values(
+        session_id=bindparam("sid"),
+        content_hash=EMPTY_HASH,
+        expires_at=func.now() + bindparam("ttl", type_=Interval),
+    )
     .on_conflict_do_nothing(index_elements=[sessions.c.session_id])
     .returning(sessions.c.message_count, sessions.c.content_hash, sessions.c.version)
 )
@@ -174,6 +220,7 @@ FINISH_SAVE = (
         version=sessions.c.version + 1,
         updated_at=func.now(),
         user_id=func.coalesce(bindparam("user_id", type_=Text), sessions.c.user_id),
+        expires_at=func.now() + bindparam("ttl", type_=Interval),
     )
     .returning(sessions.c.version)
 )

@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import URL
@@ -128,6 +129,7 @@ class PostgresStorage(AsyncClosing):
         owns_engine: bool = False,
         upgrade_on_load: bool = False,
         token_counter: TokenCounter | None = None,
+        ttl: timedelta | None = None,
     ) -> None:
         """``upgrade_on_load``: rows found in an old format are written back upgraded
         (only if the session is still at the version that was read)."""
@@ -135,6 +137,8 @@ class PostgresStorage(AsyncClosing):
         self._limits = limits
         self._owns_engine = owns_engine
         self._upgrade_on_load = upgrade_on_load
+        #: Sessions expire this long after their last write (None: never).
+        self.ttl = ttl
         # Each message's contract cost is counted once, when it is written.
         self.token_counter = token_counter or TokenCounter()
         self._known = pg_sql.KnownSessions()
@@ -148,6 +152,7 @@ class PostgresStorage(AsyncClosing):
         limits: Limits = DEFAULT_LIMITS,
         upgrade_on_load: bool = False,
         token_counter: TokenCounter | None = None,
+        ttl: timedelta | None = None,
     ) -> PostgresStorage:
         """A storage with its own engine (closed by ``close()``)."""
         return cls(
@@ -156,6 +161,7 @@ class PostgresStorage(AsyncClosing):
             owns_engine=True,
             upgrade_on_load=upgrade_on_load,
             token_counter=token_counter,
+            ttl=ttl,
         )
 
     @property
@@ -263,6 +269,7 @@ class PostgresStorage(AsyncClosing):
                 user_id,
                 expected,
                 self._costs(new_list[known.count :]),
+                self.ttl,
             )
         if version is None:
             return None
@@ -280,6 +287,8 @@ class PostgresStorage(AsyncClosing):
     ) -> tuple[int, Any]:
         """Write ``new_list`` in ``conn``'s transaction; returns (version, hasher)."""
         target = len(new_list)
+        # An expired session is a missing one: its old content goes first.
+        await conn.execute(pg_sql.PURGE_LOCKED_IF_EXPIRED, {"sid": session_id})
         stored = None
         if expected != NEW_SESSION:
             stored = (
@@ -288,7 +297,9 @@ class PostgresStorage(AsyncClosing):
         if stored is None:
             if expected is not None and expected != NEW_SESSION:
                 raise _conflict(session_id, await self._current(conn, session_id), expected)
-            stored = (await conn.execute(pg_sql.CREATE_SESSION, {"sid": session_id})).first()
+            stored = (
+                await conn.execute(pg_sql.CREATE_SESSION, {"sid": session_id, "ttl": self.ttl})
+            ).first()
             if stored is None and expected == NEW_SESSION:
                 raise _conflict(session_id, await self._current(conn, session_id), expected)
         if stored is None:  # created concurrently: wait for its lock like any other save
@@ -325,6 +336,7 @@ class PostgresStorage(AsyncClosing):
                 "count": target,
                 "hash": hasher.digest(),
                 "user_id": user_id,
+                "ttl": self.ttl,
             },
         )
         return int(new_version), hasher
@@ -388,14 +400,20 @@ class PostgresStorage(AsyncClosing):
         ]
         with translated("append"):
             async with self._driver() as driver:
-                if expected is None:
-                    row = await driver.fetchrow(pg_sql.APPEND, *shared, *knowledge)
-                elif expected == NEW_SESSION:
-                    row = await driver.fetchrow(pg_sql.APPEND_TO_NEW, *shared)
-                else:
-                    row = await driver.fetchrow(
-                        pg_sql.APPEND_AT_VERSION, *shared, *knowledge, expected
-                    )
+                for _attempt in range(2):
+                    if expected is None:
+                        row = await driver.fetchrow(pg_sql.APPEND, *shared, *knowledge, self.ttl)
+                    elif expected == NEW_SESSION:
+                        row = await driver.fetchrow(pg_sql.APPEND_TO_NEW, *shared, self.ttl)
+                    else:
+                        row = await driver.fetchrow(
+                            pg_sql.APPEND_AT_VERSION, *shared, *knowledge, expected, self.ttl
+                        )
+                    # No row: an expired session (purge it, then it is new) or a conflict.
+                    if row is not None or not await driver.fetchval(
+                        pg_sql.PURGE_IF_EXPIRED, session_id
+                    ):
+                        break
                 if row is None:
                     current = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
                     self._known.forget(session_id)
