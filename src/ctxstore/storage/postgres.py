@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -15,7 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ctxstore.context.tokens import TokenCounter
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.db.errors import translated
-from ctxstore.errors import ConflictError, CorruptDataError
+from ctxstore.errors import (
+    ConflictError,
+    CorruptDataError,
+    StorageTimeoutError,
+    StorageUnavailableError,
+)
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, rows_to_messages
 from ctxstore.models import (
     MESSAGE_FORMAT,
@@ -130,6 +136,7 @@ class PostgresStorage(AsyncClosing):
         upgrade_on_load: bool = False,
         token_counter: TokenCounter | None = None,
         ttl: timedelta | None = None,
+        operation_timeout: float = 30.0,
     ) -> None:
         """``upgrade_on_load``: rows found in an old format are written back upgraded
         (only if the session is still at the version that was read)."""
@@ -137,6 +144,10 @@ class PostgresStorage(AsyncClosing):
         self._limits = limits
         self._owns_engine = owns_engine
         self._upgrade_on_load = upgrade_on_load
+        #: No call takes longer than this (seconds): StorageTimeoutError instead.
+        self.operation_timeout = operation_timeout
+        #: Reads that were retried after their connection died (observable).
+        self.read_retries = 0
         #: Sessions expire this long after their last write (None: never).
         self.ttl = ttl
         # Each message's contract cost is counted once, when it is written.
@@ -153,6 +164,7 @@ class PostgresStorage(AsyncClosing):
         upgrade_on_load: bool = False,
         token_counter: TokenCounter | None = None,
         ttl: timedelta | None = None,
+        operation_timeout: float = 30.0,
     ) -> PostgresStorage:
         """A storage with its own engine (closed by ``close()``)."""
         return cls(
@@ -162,6 +174,7 @@ class PostgresStorage(AsyncClosing):
             upgrade_on_load=upgrade_on_load,
             token_counter=token_counter,
             ttl=ttl,
+            operation_timeout=operation_timeout,
         )
 
     @property
@@ -189,25 +202,51 @@ class PostgresStorage(AsyncClosing):
             driver = (await conn.get_raw_connection()).driver_connection
             try:
                 yield driver
-            except BaseException:
-                if driver is None or driver.is_closed():
+            except BaseException as error:
+                # A cancelled or timed-out statement may leave the connection mid-protocol.
+                if (
+                    driver is None
+                    or driver.is_closed()
+                    or isinstance(error, asyncio.CancelledError | TimeoutError)
+                ):
                     await conn.invalidate()
                 raise
 
+    @asynccontextmanager
+    async def _guard(
+        self, action: str, *, conflict_on_duplicate: bool = False
+    ) -> AsyncIterator[None]:
+        """Every call ends within ``operation_timeout`` and raises only ctxstore errors."""
+        with translated(action, conflict_on_duplicate=conflict_on_duplicate):
+            async with asyncio.timeout(self.operation_timeout):
+                yield
+
+    async def _read(self, action: str, method: str, sql: str, *args: Any) -> Any:
+        """A one-statement read, retried once when its connection turned out dead.
+
+        Reads change nothing, so a second try is safe; a timeout is not retried (the
+        caller's time is spent), and writes are never replayed.
+        """
+        for attempt in (1, 2):
+            try:
+                async with self._guard(action), self._driver() as driver:
+                    return await getattr(driver, method)(sql, *args)
+            except StorageTimeoutError:
+                raise
+            except StorageUnavailableError:
+                if attempt == 2:
+                    raise
+                self.read_retries += 1
+        raise AssertionError("unreachable")
+
     async def _fetch(self, action: str, sql: str, *args: Any) -> list[Any]:
-        with translated(action):
-            async with self._driver() as driver:
-                return list(await driver.fetch(sql, *args))
+        return list(await self._read(action, "fetch", sql, *args))
 
     async def _fetchrow(self, action: str, sql: str, *args: Any) -> Any:
-        with translated(action):
-            async with self._driver() as driver:
-                return await driver.fetchrow(sql, *args)
+        return await self._read(action, "fetchrow", sql, *args)
 
     async def _fetchval(self, action: str, sql: str, *args: Any) -> Any:
-        with translated(action):
-            async with self._driver() as driver:
-                return await driver.fetchval(sql, *args)
+        return await self._read(action, "fetchval", sql, *args)
 
     # -- save ---------------------------------------------------------------------------------
 
@@ -222,7 +261,7 @@ class PostgresStorage(AsyncClosing):
         expected = check_write(session_id, expected_version, user_id, self._limits)
         new_list = coerce_messages(messages, self._limits)
         digests = message_digests(new_list, self._limits)
-        with translated("save"):
+        async with self._guard("save"):
             known = self._known.get(session_id)
             if known is not None and expected != NEW_SESSION:
                 version = await self._try_append(
@@ -398,26 +437,25 @@ class PostgresStorage(AsyncClosing):
             known.content_hash if known else None,
             extended.digest() if extended is not None else None,
         ]
-        with translated("append"):
-            async with self._driver() as driver:
-                for _attempt in range(2):
-                    if expected is None:
-                        row = await driver.fetchrow(pg_sql.APPEND, *shared, *knowledge, self.ttl)
-                    elif expected == NEW_SESSION:
-                        row = await driver.fetchrow(pg_sql.APPEND_TO_NEW, *shared, self.ttl)
-                    else:
-                        row = await driver.fetchrow(
-                            pg_sql.APPEND_AT_VERSION, *shared, *knowledge, expected, self.ttl
-                        )
-                    # No row: an expired session (purge it, then it is new) or a conflict.
-                    if row is not None or not await driver.fetchval(
-                        pg_sql.PURGE_IF_EXPIRED, session_id
-                    ):
-                        break
-                if row is None:
-                    current = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
-                    self._known.forget(session_id)
-                    raise _conflict(session_id, int(current or 0), expected)
+        async with self._guard("append"), self._driver() as driver:
+            for _attempt in range(2):
+                if expected is None:
+                    row = await driver.fetchrow(pg_sql.APPEND, *shared, *knowledge, self.ttl)
+                elif expected == NEW_SESSION:
+                    row = await driver.fetchrow(pg_sql.APPEND_TO_NEW, *shared, self.ttl)
+                else:
+                    row = await driver.fetchrow(
+                        pg_sql.APPEND_AT_VERSION, *shared, *knowledge, expected, self.ttl
+                    )
+                # No row: an expired session (purge it, then it is new) or a conflict.
+                if row is not None or not await driver.fetchval(
+                    pg_sql.PURGE_IF_EXPIRED, session_id
+                ):
+                    break
+            if row is None:
+                current = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
+                self._known.forget(session_id)
+                raise _conflict(session_id, int(current or 0), expected)
         start, version = row
         if known is not None and extended is not None and start == known.count:
             self._known.remember(session_id, start + len(added), extended.digest(), extended)
@@ -448,9 +486,8 @@ class PostgresStorage(AsyncClosing):
         ]
         if not legacy:
             return
-        with translated("load (writing upgraded rows back)"):
-            async with self._driver() as driver:
-                await write_back_messages(driver, session_id, rows[0][_VERSION], legacy)
+        async with self._guard("load (writing upgraded rows back)"), self._driver() as driver:
+            await write_back_messages(driver, session_id, rows[0][_VERSION], legacy)
         self._known.forget(session_id)
 
     def _messages_from(self, rows: Sequence[Any], session_id: str) -> list[Message]:
@@ -491,10 +528,9 @@ class PostgresStorage(AsyncClosing):
         """Delete the session: messages, summaries, state and its history (the profile stays)."""
         check_session_id(session_id, self._limits)
         self._known.forget(session_id)
-        with translated("delete"):
-            async with self._engine.begin() as conn:
-                # everything session-scoped goes with the row (ON DELETE CASCADE)
-                await conn.execute(pg_sql.DELETE_SESSION, {"sid": session_id})
+        async with self._guard("delete"), self._engine.begin() as conn:
+            # everything session-scoped goes with the row (ON DELETE CASCADE)
+            await conn.execute(pg_sql.DELETE_SESSION, {"sid": session_id})
 
     async def exists(self, session_id: str) -> bool:
         check_session_id(session_id, self._limits)
@@ -515,11 +551,13 @@ class PostgresStorage(AsyncClosing):
         check_session_id(session_id, self._limits)
         check_summary_input(text, covers_until, token_count)
         expected = check_expected_version(expected_version)
-        with translated("save_summary", conflict_on_duplicate=True):
-            async with self._driver() as driver:
-                return await docs.insert_summary(
-                    driver, session_id, text, covers_until, token_count, expected
-                )
+        async with (
+            self._guard("save_summary", conflict_on_duplicate=True),
+            self._driver() as driver,
+        ):
+            return await docs.insert_summary(
+                driver, session_id, text, covers_until, token_count, expected
+            )
 
     async def load_summary(
         self, session_id: str, summary_version: int | None = None
@@ -543,9 +581,8 @@ class PostgresStorage(AsyncClosing):
         check_session_id(session_id, self._limits)
         parsed: ConsultationState = ConsultationState.parse(state)
         expected = check_expected_version(expected_version)
-        with translated("save_state", conflict_on_duplicate=True):
-            async with self._driver() as driver:
-                return await docs.write_state(driver, session_id, parsed, expected)
+        async with self._guard("save_state", conflict_on_duplicate=True), self._driver() as driver:
+            return await docs.write_state(driver, session_id, parsed, expected)
 
     async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
         check_session_id(session_id, self._limits)
@@ -569,9 +606,11 @@ class PostgresStorage(AsyncClosing):
         check_user_id(user_id, self._limits)
         parsed: UserProfile = UserProfile.parse(profile)
         expected = check_expected_version(expected_version)
-        with translated("save_profile", conflict_on_duplicate=True):
-            async with self._driver() as driver:
-                return await docs.write_profile(driver, user_id, parsed, expected)
+        async with (
+            self._guard("save_profile", conflict_on_duplicate=True),
+            self._driver() as driver,
+        ):
+            return await docs.write_profile(driver, user_id, parsed, expected)
 
     async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         check_user_id(user_id, self._limits)
@@ -584,12 +623,12 @@ class PostgresStorage(AsyncClosing):
     async def reader(self, session_id: str) -> AsyncIterator[PostgresSessionReader]:
         """Reads on one snapshot: a REPEATABLE READ, read-only transaction."""
         check_session_id(session_id, self._limits)
-        with translated("reading the session"):
-            async with (
-                self._driver() as driver,
-                driver.transaction(isolation="repeatable_read", readonly=True),
-            ):
-                yield PostgresSessionReader(driver, session_id)
+        async with (
+            self._guard("reading the session"),
+            self._driver() as driver,
+            driver.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            yield PostgresSessionReader(driver, session_id)
 
     # -- snapshot -------------------------------------------------------------------------------
 
@@ -600,23 +639,23 @@ class PostgresStorage(AsyncClosing):
         of its first one, whatever commits in between.
         """
         check_session_id(session_id, self._limits)
-        with translated("snapshot"):
-            async with (
-                self._driver() as driver,
-                driver.transaction(isolation="repeatable_read", readonly=True),
-            ):
-                session = await driver.fetchrow(docs.SESSION_HEAD, session_id)
-                if session is None:
-                    return SessionSnapshot(session_id, False, 0, None, [], None, None, 0, None, 0)
-                rows = await driver.fetch(pg_sql.LOAD_SESSION, session_id)
-                summary = await driver.fetchrow(docs.LATEST_SUMMARY, session_id)
-                state = await driver.fetchrow(docs.CURRENT_STATE, session_id)
-                user_id = session[1]
-                profile = (
-                    await driver.fetchrow(docs.CURRENT_PROFILE, user_id)
-                    if user_id is not None
-                    else None
-                )
+        async with (
+            self._guard("snapshot"),
+            self._driver() as driver,
+            driver.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            session = await driver.fetchrow(docs.SESSION_HEAD, session_id)
+            if session is None:
+                return SessionSnapshot(session_id, False, 0, None, [], None, None, 0, None, 0)
+            rows = await driver.fetch(pg_sql.LOAD_SESSION, session_id)
+            summary = await driver.fetchrow(docs.LATEST_SUMMARY, session_id)
+            state = await driver.fetchrow(docs.CURRENT_STATE, session_id)
+            user_id = session[1]
+            profile = (
+                await driver.fetchrow(docs.CURRENT_PROFILE, user_id)
+                if user_id is not None
+                else None
+            )
         versioned_state = docs.state_from_row(state, session_id) if state else None
         versioned_profile = docs.profile_from_row(profile, user_id) if profile and user_id else None
         return SessionSnapshot(
