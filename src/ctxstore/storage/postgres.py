@@ -639,6 +639,15 @@ class PostgresStorage(AsyncClosing):
         of its first one, whatever commits in between.
         """
         check_session_id(session_id, self._limits)
+        try:
+            return await self._snapshot_once(session_id)
+        except StorageTimeoutError:
+            raise
+        except StorageUnavailableError:
+            self.read_retries += 1  # a read: one more try on a fresh connection
+            return await self._snapshot_once(session_id)
+
+    async def _snapshot_once(self, session_id: str) -> SessionSnapshot:
         async with (
             self._guard("snapshot"),
             self._driver() as driver,
