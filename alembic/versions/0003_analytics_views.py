@@ -1,5 +1,7 @@
-"""Analytics views: one row per consultation, stage funnel and transitions, frequencies,
-red-flag rates.  None of them exposes message content, summary text or profiles.
+"""Session activity columns and analytics views.
+
+One row per consultation, stage funnel and transitions, frequencies, red-flag rates.  None
+of the views exposes message content, summary text or profiles.
 
 Revision ID: 0003
 Revises: 0002
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
@@ -33,22 +36,15 @@ VIEWS: list[tuple[str, str]] = [
                c.pain_level,
                c.duration AS symptom_duration,
                s.message_count,
-               (SELECT count(*) FROM messages AS u
-                 WHERE u.session_id = s.session_id AND u.role = 'user') AS turn_count,
-               coalesce(first_message.ts, s.created_at) AS first_activity,
-               coalesce(last_message.ts, s.updated_at) AS last_activity,
-               coalesce(last_message.ts, s.updated_at)
-                 - coalesce(first_message.ts, s.created_at) AS duration,
+               s.turn_count,
+               s.first_activity_at AS first_activity,
+               s.last_activity_at AS last_activity,
+               s.last_activity_at - s.first_activity_at AS duration,
                coalesce((SELECT max(summary_version) FROM summaries AS su
                           WHERE su.session_id = s.session_id), 0) AS summary_version,
                coalesce(c.version, 0) AS state_version
           FROM sessions AS s
           LEFT JOIN consultation_states AS c ON c.session_id = s.session_id
-          LEFT JOIN messages AS first_message
-                 ON first_message.session_id = s.session_id AND first_message.seq = 0
-          LEFT JOIN messages AS last_message
-                 ON last_message.session_id = s.session_id
-                AND last_message.seq = s.message_count - 1
         """,
     ),
     (
@@ -152,6 +148,34 @@ VIEWS: list[tuple[str, str]] = [
 
 
 def upgrade() -> None:
+    # Activity kept on the session row by every write (see db/tables.py), filled here for
+    # sessions written before this revision.
+    op.add_column(
+        "sessions",
+        sa.Column("turn_count", sa.Integer(), server_default=sa.text("0"), nullable=False),
+    )
+    for column in ("first_activity_at", "last_activity_at"):
+        op.add_column(
+            "sessions",
+            sa.Column(
+                column, sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False
+            ),
+        )
+    op.execute(
+        """
+        UPDATE sessions AS s
+           SET turn_count = (SELECT count(*) FROM messages AS m
+                              WHERE m.session_id = s.session_id AND m.role = 'user'),
+               first_activity_at = coalesce((SELECT m.ts FROM messages AS m
+                                              WHERE m.session_id = s.session_id AND m.seq = 0),
+                                            s.created_at),
+               last_activity_at = coalesce((SELECT m.ts FROM messages AS m
+                                             WHERE m.session_id = s.session_id
+                                               AND m.seq = s.message_count - 1),
+                                           s.updated_at)
+        """
+    )
+    op.create_index(op.f("ix_sessions_first_activity_at"), "sessions", ["first_activity_at"])
     for name, definition in VIEWS:
         op.execute(f"CREATE VIEW {name} AS {definition}")
 
@@ -159,3 +183,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     for name, _ in reversed(VIEWS):
         op.execute(f"DROP VIEW IF EXISTS {name}")
+    op.drop_index(op.f("ix_sessions_first_activity_at"), table_name="sessions")
+    for column in ("last_activity_at", "first_activity_at", "turn_count"):
+        op.drop_column("sessions", column)

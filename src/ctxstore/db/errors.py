@@ -100,7 +100,7 @@ def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[
     except Exception as error:
         if not isinstance(error, sa_exc.SQLAlchemyError | OSError | TimeoutError) and not type(
             error
-        ).__module__.startswith("asyncpg"):
+        ).__module__.startswith(("asyncpg", "redis")):
             raise
         code = _sqlstate(error)
         if conflict_on_duplicate and code == "23505":

@@ -53,11 +53,21 @@ sessions = Table(
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     Column("expires_at", DateTime(timezone=True), nullable=True),
+    # Kept by every write for analytics, so reports never scan the messages: user messages,
+    # and the first and last message's time (the server's time for messages without one).
+    Column("turn_count", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "first_activity_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
+    ),
+    Column(
+        "last_activity_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
+    ),
     CheckConstraint(
         f"char_length(session_id) BETWEEN 1 AND {MAX_SESSION_ID_LENGTH}", name="session_id_length"
     ),
     CheckConstraint("message_count >= 0", name="message_count_non_negative"),
     Index("ix_sessions_user_id", "user_id"),
+    Index("ix_sessions_first_activity_at", "first_activity_at"),
     # purge-expired walks expired sessions oldest first; most sessions may never expire.
     Index("ix_sessions_expires_at", "expires_at", postgresql_where=text("expires_at IS NOT NULL")),
 )

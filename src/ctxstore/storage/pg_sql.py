@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    DateTime,
     Interval,
     Text,
     and_,
@@ -67,15 +68,19 @@ unnest({p[0]}::int[], {p[1]}::text[], {p[2]}::text[], {p[3]}::text[],
 
 # save()'s fast path.  Append the new messages only if the session still holds exactly
 # the list the caller extended (same count $2, same content hash $3) and, when given, is
-# at the expected version $17 ($16: the user id, $18: the token counts, $19: the TTL).  Under READ
-# COMMITTED a concurrent save makes the UPDATE re-check its WHERE against the new row
-# version, so a lost race returns no row and writes nothing; the caller then takes the
-# locked path.
+# at the expected version $17 ($16: the user id, $18: the token counts, $19: the TTL,
+# $20 the user messages among the new ones, $21/$22 the first and last message's
+# timestamps).  Under READ COMMITTED a concurrent save makes the UPDATE re-check its WHERE
+# against the new row version, so a lost race returns no row and writes nothing; the
+# caller then takes the locked path.
 APPEND_IF_UNCHANGED = f"""
 WITH updated AS (
     UPDATE sessions AS s
        SET message_count = $4, content_hash = $5, version = version + 1, updated_at = now(),
-           user_id = coalesce($16, user_id), expires_at = now() + $19::interval
+           user_id = coalesce($16, user_id), expires_at = now() + $19::interval,
+           turn_count = turn_count + $20,
+           first_activity_at = coalesce($21::timestamptz, first_activity_at),
+           last_activity_at = coalesce($22::timestamptz, now())
      WHERE session_id = $1 AND message_count = $2 AND content_hash = $3
        AND ($17::bigint IS NULL OR version = $17) AND {LIVE}
  RETURNING version
@@ -119,8 +124,15 @@ SELECT start, version FROM target
 # $18, the hash this process last knew ($17, for $16 messages) extended by the new
 # messages, if that knowledge was right; else NULL (the next save recomputes it from the
 # stored digests).
+# Activity for analytics: $turns user messages among the new ones, $first/$last the
+# timestamps of the first and last new message (the server's time when they have none).
 _EXTEND_SESSION = """
        expires_at = now() + $ttl::interval,
+       turn_count = s.turn_count + $turns,
+       first_activity_at = CASE WHEN s.message_count = 0
+                                THEN coalesce($first::timestamptz, now())
+                                ELSE s.first_activity_at END,
+       last_activity_at = coalesce($last::timestamptz, now()),
        message_count = s.message_count + $3,
        content_hash = CASE WHEN s.message_count = 0 THEN $4::bytea
                            WHEN s.message_count = $16 AND s.content_hash = $17
@@ -129,26 +141,39 @@ _EXTEND_SESSION = """
        user_id = coalesce($2, s.user_id),
        updated_at = now()"""
 
+
 # An expired session makes these return no row; PostgresStorage purges it and retries.
+def _extend(ttl: int, turns: int, first: int, last: int) -> str:
+    return (
+        _EXTEND_SESSION.replace("$ttl", f"${ttl}")
+        .replace("$turns", f"${turns}")
+        .replace("$first", f"${first}")
+        .replace("$last", f"${last}")
+    )
+
+
+_NEW_SESSION_COLUMNS = """session_id, user_id, message_count, content_hash, version,
+                               expires_at, turn_count, first_activity_at, last_activity_at"""
+
 APPEND = _append_statement(f"""
-    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version,
-                               expires_at)
-    VALUES ($1, $2, $3, $4, 1, now() + $19::interval)
-    ON CONFLICT (session_id) DO UPDATE SET {_EXTEND_SESSION.replace("$ttl", "$19")}
+    INSERT INTO sessions AS s ({_NEW_SESSION_COLUMNS})
+    VALUES ($1, $2, $3, $4, 1, now() + $19::interval, $20,
+            coalesce($21::timestamptz, now()), coalesce($22::timestamptz, now()))
+    ON CONFLICT (session_id) DO UPDATE SET {_extend(19, 20, 21, 22)}
      WHERE {LIVE}
     RETURNING s.message_count - $3 AS start, s.version""")
 
 # expected_version = 0: only if the session does not exist yet.
-APPEND_TO_NEW = _append_statement("""
-    INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version,
-                               expires_at)
-    VALUES ($1, $2, $3, $4, 1, now() + $16::interval)
+APPEND_TO_NEW = _append_statement(f"""
+    INSERT INTO sessions AS s ({_NEW_SESSION_COLUMNS})
+    VALUES ($1, $2, $3, $4, 1, now() + $16::interval, $17,
+            coalesce($18::timestamptz, now()), coalesce($19::timestamptz, now()))
     ON CONFLICT (session_id) DO NOTHING
     RETURNING 0 AS start, s.version""")
 
 # expected_version = $19.
 APPEND_AT_VERSION = _append_statement(f"""
-    UPDATE sessions AS s SET {_EXTEND_SESSION.replace("$ttl", "$20")}
+    UPDATE sessions AS s SET {_extend(20, 21, 22, 23)}
      WHERE s.session_id = $1 AND s.version = $19 AND {LIVE}
     RETURNING s.message_count - $3 AS start, s.version""")
 
@@ -221,6 +246,13 @@ FINISH_SAVE = (
         updated_at=func.now(),
         user_id=func.coalesce(bindparam("user_id", type_=Text), sessions.c.user_id),
         expires_at=func.now() + bindparam("ttl", type_=Interval),
+        turn_count=bindparam("turns"),
+        first_activity_at=func.coalesce(
+            bindparam("first_ts", type_=DateTime(timezone=True)), sessions.c.first_activity_at
+        ),
+        last_activity_at=func.coalesce(
+            bindparam("last_ts", type_=DateTime(timezone=True)), func.now()
+        ),
     )
     .returning(sessions.c.version)
 )

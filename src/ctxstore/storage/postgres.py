@@ -99,6 +99,20 @@ def _append_arrays(first_seq: int, new: Sequence[Message]) -> list[list[Any]]:
     ]
 
 
+def _user_messages(messages: Sequence[Message]) -> int:
+    return sum(1 for message in messages if message.role == "user")
+
+
+def _activity(new: Sequence[Message], whole: Sequence[Message]) -> tuple[int, Any, Any]:
+    """Analytics parameters of a write: user messages among ``new``, and the timestamps of
+    the first and last message of ``whole`` (None: the server's time)."""
+    return (
+        _user_messages(new),
+        whole[0].timestamp if whole else None,
+        whole[-1].timestamp if whole else None,
+    )
+
+
 def _conflict(session_id: str, current: int, expected: int | None) -> ConflictError:
     return ConflictError(
         f"session {session_id!r} is at version {current}, not {expected}",
@@ -309,6 +323,7 @@ class PostgresStorage(AsyncClosing):
                 expected,
                 self._costs(new_list[known.count :]),
                 self.ttl,
+                *_activity(new_list[known.count :], new_list),
             )
         if version is None:
             return None
@@ -376,6 +391,9 @@ class PostgresStorage(AsyncClosing):
                 "hash": hasher.digest(),
                 "user_id": user_id,
                 "ttl": self.ttl,
+                "turns": _user_messages(new_list),
+                "first_ts": new_list[0].timestamp if new_list else None,
+                "last_ts": new_list[-1].timestamp if new_list else None,
             },
         )
         return int(new_version), hasher
@@ -432,6 +450,7 @@ class PostgresStorage(AsyncClosing):
             MESSAGE_FORMAT,
             self._costs(added),
         ]
+        activity = _activity(added, added)
         knowledge = [
             known.count if known else None,
             known.content_hash if known else None,
@@ -440,12 +459,14 @@ class PostgresStorage(AsyncClosing):
         async with self._guard("append"), self._driver() as driver:
             for _attempt in range(2):
                 if expected is None:
-                    row = await driver.fetchrow(pg_sql.APPEND, *shared, *knowledge, self.ttl)
+                    row = await driver.fetchrow(
+                        pg_sql.APPEND, *shared, *knowledge, self.ttl, *activity
+                    )
                 elif expected == NEW_SESSION:
-                    row = await driver.fetchrow(pg_sql.APPEND_TO_NEW, *shared, self.ttl)
+                    row = await driver.fetchrow(pg_sql.APPEND_TO_NEW, *shared, self.ttl, *activity)
                 else:
                     row = await driver.fetchrow(
-                        pg_sql.APPEND_AT_VERSION, *shared, *knowledge, expected, self.ttl
+                        pg_sql.APPEND_AT_VERSION, *shared, *knowledge, expected, self.ttl, *activity
                     )
                 # No row: an expired session (purge it, then it is new) or a conflict.
                 if row is not None or not await driver.fetchval(
