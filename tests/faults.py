@@ -1,0 +1,88 @@
+"""A small local TCP proxy that can refuse or black-hole connections (fault tests only).
+
+It listens on 127.0.0.1 and forwards to a PostgreSQL on a TCP port or a Unix socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Literal
+
+Mode = Literal["forward", "refuse", "blackhole"]
+
+
+class TcpProxy:
+    def __init__(self, *, unix_path: str | None = None, host: str = "", port: int = 0) -> None:
+        self._unix_path = unix_path
+        self._host, self._port = host, port
+        self.mode: Mode = "forward"
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    def forward(self) -> None:
+        self.mode = "forward"
+
+    def blackhole(self) -> None:
+        """Connections stay open but nothing gets through, either way (a dead network)."""
+        self.mode = "blackhole"
+
+    def refuse(self) -> None:
+        """Close every connection, and every new one at once (a server that went away)."""
+        self.mode = "refuse"
+        for writer in list(self._writers):
+            writer.close()
+
+    async def stop(self) -> None:
+        self.refuse()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def _upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._unix_path:
+            return await asyncio.open_unix_connection(self._unix_path)
+        return await asyncio.open_connection(self._host, self._port)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.mode == "refuse":
+            writer.close()
+            return
+        self._writers.add(writer)
+        try:
+            if self.mode == "blackhole":
+                await reader.read()  # swallow everything until the client gives up
+                return
+            up_reader, up_writer = await self._upstream()
+            self._writers.add(up_writer)
+            pumps = [
+                asyncio.ensure_future(self._pump(reader, up_writer)),
+                asyncio.ensure_future(self._pump(up_reader, writer)),
+            ]
+            self._tasks.update(pumps)
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            for pump in pumps:
+                pump.cancel()
+            up_writer.close()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+            self._writers.discard(writer)
+
+    async def _pump(self, source: asyncio.StreamReader, target: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
+            while data := await source.read(65536):
+                if self.mode == "refuse":
+                    return
+                if self.mode == "blackhole":
+                    continue  # dropped on the floor
+                target.write(data)
+                await target.drain()
