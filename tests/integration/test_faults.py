@@ -87,7 +87,8 @@ async def test_a_connection_killed_mid_transaction_writes_nothing(database_url: 
             )
             await conn.execute(
                 text(
-                    "CREATE TRIGGER slow BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION slow()"
+                    "CREATE TRIGGER slow BEFORE INSERT ON messages "
+                    "FOR EACH ROW EXECUTE FUNCTION slow()"
                 )
             )
 
@@ -172,7 +173,8 @@ async def test_statement_timeout_is_a_typed_error_and_writes_nothing(database_ur
         )
         await admin_sql(
             database_url,
-            "CREATE TRIGGER snooze BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION snooze()",
+            "CREATE TRIGGER snooze BEFORE INSERT ON messages "
+            "FOR EACH ROW EXECUTE FUNCTION snooze()",
         )
         with pytest.raises(StorageTimeoutError, match="statement_timeout"):
             await storage.save("s", [*msgs(2), Message(role="user", content="slow")])
