@@ -1,4 +1,3 @@
-# ruff: noqa: E501 - the catalogue reads best one case per line
 """The hostile-input catalogue: each input gets its documented outcome on PostgreSQL, and
 the session's previous data (messages, state, summary, profile) is intact afterwards.
 
