@@ -97,21 +97,21 @@ async def throughput(url: URL, storage: PostgresStorage) -> dict[str, float]:
         session = f"tp-raw-{index}"
         fresh = b"".join(digests)
         async with pool.acquire() as conn:
+            args = [session, None, 2, fresh, *arrays, 2, [None, None]]
             if versions[index] == 0:
-                row = await conn.fetchrow(pg_sql.APPEND_TO_NEW, session, None, 2, fresh, *arrays, 2)
+                row = await conn.fetchrow(pg_sql.APPEND_TO_NEW, *args, None, 1, None, None)
             else:
                 row = await conn.fetchrow(
                     pg_sql.APPEND_AT_VERSION,
-                    session,
-                    None,
-                    2,
-                    fresh,
-                    *arrays,
-                    2,
+                    *args,
                     None,
                     None,
                     None,
                     versions[index],
+                    None,
+                    1,
+                    None,
+                    None,
                 )
         versions[index] = row["version"]
 
