@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	@test -n "$(PYTHON_FOR_VENV)" || (echo "no Python >= 3.11 found" && exit 1)
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,embedded]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis]'
 	@touch $(STAMP)
 
 ## Start the embedded PostgreSQL, migrate, save and reload a short consultation.
@@ -33,12 +33,21 @@ format: $(STAMP)
 
 check: lint test
 
-## Timing scripts (not tests); figures are printed, not asserted.
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.bench-stamp
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,bench]'
+	@touch $(BENCH_STAMP)
+
+## Timing scripts (not tests): one comparison table, JSON and a PNG chart in
+## benchmarks/results/, then the per-issue scripts and the soak.
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.bench_compare
 	$(BIN)/python -m benchmarks.bench_core
 	$(BIN)/python -m benchmarks.bench_versions
 	$(BIN)/python -m benchmarks.bench_legacy
 	$(BIN)/python -m benchmarks.bench_context
+	$(BIN)/python -m benchmarks.soak
 
 clean:
 	rm -rf $(VENV) .ctxstore .pytest_cache .mypy_cache .ruff_cache .hypothesis

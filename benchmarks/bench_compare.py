@@ -96,7 +96,7 @@ class Contenders:
             " PRIMARY KEY (session_id, seq))"
         )
         self.human, self.ai = HumanMessage, AIMessage
-        self.histories: dict[int, list[Message]] = {}
+        self.histories: dict[int, list[Message]] = {}  # as load() returned them
         self.documents: dict[int, list[dict[str, Any]]] = {}
         self.lc: dict[int, Any] = {}
         self.raw_next: dict[int, int] = {}
@@ -157,7 +157,8 @@ class Contenders:
             return self.turn(size, counter[0])
 
         async def ctx_save() -> None:
-            self.histories[size] = [*self.histories[size], *next_turn()]
+            # what a service does: extend the history it loaded, save the whole list
+            self.histories[size].extend(next_turn())
             await self.storage.save(f"save-{size}", self.histories[size])
 
         async def ctx_append() -> None:

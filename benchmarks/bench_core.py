@@ -43,15 +43,15 @@ async def per_turn_saves(storage: PostgresStorage) -> dict[int, float]:
 
     def appender(size: int):  # type: ignore[no-untyped-def]
         async def append_turn() -> None:
-            current = histories[size]
+            current = histories[size]  # the list load() returned, extended in place
             turn = len(current) // 2
-            current = [
-                *current,
-                Message(role="user", content=f"新问题 {turn}", turn_id=f"t{turn}"),
-                Message(role="assistant", content=f"回答 {turn}", turn_id=f"t{turn}"),
-            ]
+            current.extend(
+                [
+                    Message(role="user", content=f"新问题 {turn}", turn_id=f"t{turn}"),
+                    Message(role="assistant", content=f"回答 {turn}", turn_id=f"t{turn}"),
+                ]
+            )
             await storage.save(f"turns-{size}", current)
-            histories[size] = current
 
         return append_turn
 

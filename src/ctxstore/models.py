@@ -39,6 +39,33 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class ReadOnlyMetadata(dict[str, Any]):
+    """The empty metadata of a loaded message: read-only, so a History can trust it.
+
+    Messages are immutable; a loaded message without metadata shares this instance, and
+    changing it raises instead of silently diverging from what is stored.  Build a new
+    message instead: ``message.model_copy(update={"metadata": {...}})``.
+    """
+
+    def _refuse(self, *_: Any, **__: Any) -> None:
+        raise TypeError(
+            "a loaded message's empty metadata is read-only; "
+            "use message.model_copy(update={'metadata': {...}})"
+        )
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return {}
+
+    def __copy__(self) -> dict[str, Any]:
+        return {}
+
+
+EMPTY_METADATA: dict[str, Any] = ReadOnlyMetadata()
+
+
 class Message(BaseModel):
     """One message of a conversation: the Context Contract's message plus optional extras.
 
@@ -143,7 +170,8 @@ def full_digest(core: bytes, metadata: dict[str, Any] | None) -> bytes:
     return hashlib.sha256(core + encoded).digest()
 
 
-FIELD_NAMES: frozenset[str] = frozenset(Message.model_fields)
+# A plain set shared by trusted messages: pydantic copies it before any change.
+FIELD_NAMES: set[str] = set(Message.model_fields)
 _new_instance = object.__new__
 _set_slot = object.__setattr__
 
@@ -175,7 +203,7 @@ def construct_trusted(
             "turn_id": turn_id,
             "timestamp": timestamp,
             "name": name,
-            "metadata": metadata if metadata is not None else {},
+            "metadata": metadata if metadata is not None else EMPTY_METADATA,
         },
     )
     _set_slot(message, "__pydantic_fields_set__", FIELD_NAMES)

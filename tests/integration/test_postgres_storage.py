@@ -80,13 +80,15 @@ async def test_appending_a_turn_writes_only_the_new_messages(database_url: URL) 
                 Message(role="user", content="q"),
                 Message(role="assistant", content="a"),
             ]
+            await asyncio.sleep(0.05)  # asyncpg reports queries to loggers a moment later
             recording[0] = True
             await storage.save("long", turn)
+            await asyncio.sleep(0.05)
             recording[0] = False
         assert statements, "the query logger saw nothing"
-        touching_messages = [s for s, _ in statements if "messages" in s]
+        touching_messages = [(s, a) for s, a in statements if "messages" in s]
         assert len(touching_messages) == 1, statements
-        sql, args = statements[-1]
+        sql, args = touching_messages[0]
         assert sql.startswith("WITH updated AS ( UPDATE sessions")
         assert "INSERT INTO messages" in sql
         assert "SELECT seq" not in sql and "DELETE" not in sql
@@ -104,8 +106,10 @@ async def test_a_cold_append_reads_no_stored_messages(database_url: URL) -> None
         await writer.save("cold", history(1000))
     async with PostgresStorage.from_url(database_url) as storage:
         with captured_sql(storage) as (statements, recording):
+            await asyncio.sleep(0.05)  # asyncpg reports queries to loggers a moment later
             recording[0] = True
             await storage.save("cold", [*history(1000), Message(role="user", content="new")])
+            await asyncio.sleep(0.05)
             recording[0] = False
         reads = [s for s, _ in statements if s.startswith("SELECT") and "messages" in s]
         assert reads == [], statements

@@ -17,7 +17,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ctxstore.errors import CorruptDataError, InvalidInputError, UnsupportedFormatError
-from ctxstore.models import FIELD_NAMES, MESSAGE_FORMAT, Message, construct_trusted
+from ctxstore.models import (
+    EMPTY_METADATA,
+    FIELD_NAMES,
+    MESSAGE_FORMAT,
+    Message,
+    construct_trusted,
+)
 
 MessageDocument = dict[str, Any]
 
@@ -230,7 +236,7 @@ def _build_messages(rows: Sequence[Any], session_id: str, skip: int) -> list[Mes
                 "turn_id": turn_id,
                 "timestamp": stamp,
                 "name": name,
-                "metadata": metadata if metadata is not None else {},
+                "metadata": metadata if metadata is not None else EMPTY_METADATA,
             },
         )
         set_fields_set(message, field_names)

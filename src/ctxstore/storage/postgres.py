@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from ctxstore.context.tokens import TokenCounter
 from ctxstore.db.engine import EngineSettings, create_engine
@@ -24,6 +25,7 @@ from ctxstore.errors import (
 )
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, rows_to_messages
 from ctxstore.models import (
+    EMPTY_METADATA,
     MESSAGE_FORMAT,
     ConsultationState,
     Message,
@@ -51,6 +53,7 @@ from ctxstore.storage.base import (
     coerce_messages,
     message_digests,
 )
+from ctxstore.storage.history import History, Origin
 from ctxstore.storage.pg_reader import PostgresSessionReader
 from ctxstore.upgrade import write_back_messages
 
@@ -59,6 +62,8 @@ _COUNT = len(MESSAGE_COLUMN_ORDER)
 _HASH = _COUNT + 1
 _VERSION = _COUNT + 2
 _FORMAT = MESSAGE_COLUMN_ORDER.index("format_version")
+_DIGEST = MESSAGE_COLUMN_ORDER.index("digest")
+_METADATA = MESSAGE_COLUMN_ORDER.index("metadata")
 
 
 def _message_row(
@@ -97,6 +102,58 @@ def _append_arrays(first_seq: int, new: Sequence[Message]) -> list[list[Any]]:
         [json.dumps(row["metadata"]) if row["metadata"] else None for row in rows],
         [row["digest"] for row in rows],
     ]
+
+
+def _track(
+    messages: object,
+    session_id: str,
+    saved: list[Message],
+    digests: list[bytes],
+    known: pg_sql.KnownSessions,
+) -> None:
+    """After a general-path save of a History: it now extends what is stored."""
+    if not isinstance(messages, History):
+        return
+    entry = known.get(session_id)
+    if entry is None or entry.hasher is None or entry.count != len(saved):
+        messages.origin = None
+        return
+    messages.origin = Origin(
+        session_id,
+        entry.count,
+        entry.content_hash,
+        entry.hasher.copy(),
+        # Only loaded messages share read-only empty metadata; anything else is checked.
+        tuple(
+            (position, digest)
+            for position, (message, digest) in enumerate(zip(saved, digests, strict=True))
+            if message.metadata is not EMPTY_METADATA
+        ),
+    )
+
+
+def _origin(session_id: str, rows: Sequence[Any], stored_hash: bytes | None) -> Origin | None:
+    """What a loaded History extends: checked against the stored content hash."""
+    if stored_hash is None:
+        return None
+    digests = [
+        row[_DIGEST] if row[_METADATA] is None else full_digest(row[_DIGEST], row[_METADATA])
+        for row in rows
+    ]
+    hasher = hashlib.sha256(b"".join(digests))
+    if hasher.digest() != stored_hash:  # e.g. rows in an older format
+        return None
+    return Origin(
+        session_id,
+        len(rows),
+        stored_hash,
+        hasher,
+        tuple(
+            (position, digest)
+            for position, (row, digest) in enumerate(zip(rows, digests, strict=True))
+            if row[_METADATA] is not None
+        ),
+    )
 
 
 def _user_messages(messages: Sequence[Message]) -> int:
@@ -207,24 +264,28 @@ class PostgresStorage(AsyncClosing):
 
     @asynccontextmanager
     async def _driver(self) -> AsyncIterator[Any]:
-        """The asyncpg connection under a pooled SQLAlchemy connection.
+        """The asyncpg connection of a pooled connection (checked out with pre-ping).
 
-        Single statements sent here are their own transactions.  A connection that broke
-        while in use is invalidated, so the pool does not hand it out again.
+        Taken from the pool directly rather than through an AsyncConnection: half the
+        overhead on every one-statement call.  Single statements sent here are their own
+        transactions.  A connection that broke, timed out or was cancelled mid-call is
+        invalidated, so the pool never hands it out again.
         """
-        async with self._engine.connect() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
+        fairy = await greenlet_spawn(self._engine.sync_engine.raw_connection)
+        try:
+            driver = fairy.driver_connection
             try:
                 yield driver
             except BaseException as error:
-                # A cancelled or timed-out statement may leave the connection mid-protocol.
                 if (
                     driver is None
                     or driver.is_closed()
                     or isinstance(error, asyncio.CancelledError | TimeoutError)
                 ):
-                    await conn.invalidate()
+                    await greenlet_spawn(fairy.invalidate)
                 raise
+        finally:
+            await greenlet_spawn(fairy.close)
 
     @asynccontextmanager
     async def _guard(
@@ -273,6 +334,12 @@ class PostgresStorage(AsyncClosing):
         user_id: str | None = None,
     ) -> int:
         expected = check_write(session_id, expected_version, user_id, self._limits)
+        if isinstance(messages, History) and expected != NEW_SESSION:
+            origin = messages.origin
+            if origin is not None and origin.session_id == session_id:
+                version = await self._save_extended(session_id, messages, origin, expected, user_id)
+                if version is not None:
+                    return version
         new_list = coerce_messages(messages, self._limits)
         digests = message_digests(new_list, self._limits)
         async with self._guard("save"):
@@ -282,6 +349,7 @@ class PostgresStorage(AsyncClosing):
                     session_id, new_list, digests, known, expected, user_id
                 )
                 if version is not None:
+                    _track(messages, session_id, new_list, digests, self._known)
                     return version
             self._known.forget(session_id)
             async with self._engine.begin() as conn:
@@ -289,7 +357,83 @@ class PostgresStorage(AsyncClosing):
                     conn, session_id, new_list, digests, expected, user_id
                 )
             self._known.remember(session_id, len(new_list), hasher.digest(), hasher)
+            _track(messages, session_id, new_list, digests, self._known)
             return version
+
+    async def _save_extended(
+        self,
+        session_id: str,
+        history: History,
+        origin: Origin,
+        expected: int | None,
+        user_id: str | None,
+    ) -> int | None:
+        """A History that only grew since it was loaded or saved: O(new messages).
+
+        None when the general path must decide (the prefix changed, or the session did).
+        """
+        if not origin.prefix_intact(history):
+            return None
+        added = coerce_messages(history[origin.count :], self._limits)
+        digests = message_digests(added, self._limits)
+        for offset, message in enumerate(added):
+            check_new_message(message, origin.count + offset, self._limits)
+        hasher = origin.hasher.copy()
+        hasher.update(b"".join(digests))
+        async with self._guard("save"):
+            version = await self._conditional_append(
+                session_id,
+                origin.count,
+                origin.content_hash,
+                history,
+                added,
+                hasher,
+                expected,
+                user_id,
+            )
+        if version is None:
+            return None
+        history.origin = Origin(
+            session_id,
+            len(history),
+            hasher.digest(),
+            hasher,
+            # Added messages may hold the caller's mutable (even empty) dicts: all checked.
+            origin.metadata_digests
+            + tuple((origin.count + offset, digest) for offset, digest in enumerate(digests)),
+        )
+        self._known.remember(session_id, len(history), hasher.digest(), hasher)
+        return version
+
+    async def _conditional_append(
+        self,
+        session_id: str,
+        known_count: int,
+        known_hash: bytes,
+        whole: Sequence[Message],
+        added: Sequence[Message],
+        hasher: Any,
+        expected: int | None,
+        user_id: str | None,
+    ) -> int | None:
+        """APPEND_IF_UNCHANGED: the new version, or None if the session moved on."""
+        async with self._driver() as driver:
+            version = await driver.fetchval(
+                pg_sql.APPEND_IF_UNCHANGED,
+                session_id,
+                known_count,
+                known_hash,
+                len(whole),
+                hasher.digest(),
+                *_append_arrays(known_count, added),
+                MESSAGE_FORMAT,
+                user_id,
+                expected,
+                self._costs(added),
+                self.ttl,
+                *_activity(added, whole),
+            )
+        return int(version) if version is not None else None
 
     async def _try_append(
         self,
@@ -308,27 +452,20 @@ class PostgresStorage(AsyncClosing):
             return None
         for position in range(known.count, len(new_list)):
             check_new_message(new_list[position], position, self._limits)
-        total = hasher.digest()
-        async with self._driver() as driver:
-            version = await driver.fetchval(
-                pg_sql.APPEND_IF_UNCHANGED,
-                session_id,
-                known.count,
-                known.content_hash,
-                len(new_list),
-                total,
-                *_append_arrays(known.count, new_list[known.count :]),
-                MESSAGE_FORMAT,
-                user_id,
-                expected,
-                self._costs(new_list[known.count :]),
-                self.ttl,
-                *_activity(new_list[known.count :], new_list),
-            )
+        version = await self._conditional_append(
+            session_id,
+            known.count,
+            known.content_hash,
+            new_list,
+            new_list[known.count :],
+            hasher,
+            expected,
+            user_id,
+        )
         if version is None:
             return None
-        self._known.remember(session_id, len(new_list), total, hasher)
-        return int(version)
+        self._known.remember(session_id, len(new_list), hasher.digest(), hasher)
+        return version
 
     async def _save_locked(
         self,
@@ -511,10 +648,10 @@ class PostgresStorage(AsyncClosing):
             await write_back_messages(driver, session_id, rows[0][_VERSION], legacy)
         self._known.forget(session_id)
 
-    def _messages_from(self, rows: Sequence[Any], session_id: str) -> list[Message]:
+    def _messages_from(self, rows: Sequence[Any], session_id: str) -> History:
         if not rows:
             self._known.forget(session_id)
-            return []
+            return History()
         expected, stored_hash = rows[0][_COUNT], rows[0][_HASH]
         if rows[0][0] is None:  # the outer join found a session without messages
             if expected:
@@ -523,15 +660,21 @@ class PostgresStorage(AsyncClosing):
                     session_id=session_id,
                 )
             self._remember_loaded(session_id, 0, stored_hash)
-            return []
+            empty = _origin(session_id, [], stored_hash)
+            return History((), empty)
         if len(rows) != expected or rows[-1][0] != expected - 1:
             raise CorruptDataError(
                 f"session records {expected} messages but {len(rows)} are stored "
                 "or their positions have gaps",
                 session_id=session_id,
             )
-        loaded = rows_to_messages(rows, session_id=session_id)
-        self._remember_loaded(session_id, expected, stored_hash)
+        loaded = History(rows_to_messages(rows, session_id=session_id))
+        origin = _origin(session_id, rows, stored_hash)
+        loaded.origin = origin
+        if origin is not None:
+            self._known.remember(session_id, expected, stored_hash, origin.hasher.copy())
+        else:
+            self._remember_loaded(session_id, expected, stored_hash)
         return loaded
 
     def _remember_loaded(self, session_id: str, count: int, stored_hash: bytes | None) -> None:
