@@ -8,7 +8,7 @@ from sqlalchemy import URL, event, text
 
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
 from ctxstore.context.tokens import TokenCounter
-from ctxstore.storage.pg_reader import NEWEST
+from ctxstore.storage.pg_reader import NEWEST, NEWEST_WITHIN
 
 
 def long_history(count: int) -> list[Message]:
@@ -48,7 +48,7 @@ async def test_a_10000_message_context_reads_only_its_window(database_url: URL) 
 
         def on_connect(dbapi_connection: Any, _record: Any) -> None:
             def log(query: Any) -> None:
-                if query.query == NEWEST:
+                if query.query in (NEWEST, NEWEST_WITHIN):
                     requested.append(query.args[2])
 
             dbapi_connection.driver_connection.add_query_logger(log)

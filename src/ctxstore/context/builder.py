@@ -173,7 +173,10 @@ class ContextBuilder:
         used = self._total(plan)
         saving = self.counter.first_element_saving
         pending: StoredMessage | None = None
-        async for stored in walk_newest(reader, head, floor=covered, chunk=budget // 40 + 16):
+        walk = walk_newest(
+            reader, head, floor=covered, chunk=budget // 40 + 16, token_budget=budget - used
+        )
+        async for stored in walk:
             cost = message_cost(stored, head, self.counter)
             extra = cost - (saving if not plan.messages else 0)
             if used + extra > budget:

@@ -53,12 +53,16 @@ async def walk_newest(
     *,
     floor: int = -1,
     chunk: int = 64,
+    token_budget: int | None = None,
 ) -> AsyncIterator[StoredMessage]:
-    """Messages newest first, down to (not including) position ``floor``, in chunks."""
+    """Messages newest first, down to (not including) position ``floor``, in chunks.
+
+    ``token_budget`` lets the reader stop a chunk where the stored counts run out.
+    """
     before = head.message_count
     size = max(1, chunk)
     while before > floor + 1:
-        rows = await reader.newest(before, min(size, before - floor - 1))
+        rows = await reader.newest(before, min(size, before - floor - 1), token_budget)
         if not rows:
             return
         for stored in rows:
@@ -86,7 +90,9 @@ async def select_newest(
     costs: list[int] = []
     total = 0
     chunk = max_messages or (max_tokens // 40 + 16 if max_tokens else 256)
-    async for stored in walk_newest(reader, head, floor=floor, chunk=min(chunk, 1024)):
+    async for stored in walk_newest(
+        reader, head, floor=floor, chunk=min(chunk, 1024), token_budget=max_tokens
+    ):
         if max_messages is not None and len(chosen) >= max_messages:
             break
         cost = message_cost(stored, head, counter)

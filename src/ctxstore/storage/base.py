@@ -121,8 +121,14 @@ class SessionReader(Protocol):
 
     async def profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
 
-    async def newest(self, before: int, limit: int) -> list[StoredMessage]:
-        """Up to ``limit`` messages at positions below ``before``, newest first."""
+    async def newest(
+        self, before: int, limit: int, token_budget: int | None = None
+    ) -> list[StoredMessage]:
+        """Up to ``limit`` messages at positions below ``before``, newest first.
+
+        ``token_budget`` is a hint: a backend may stop after the first message whose
+        stored count no longer fits it (that message included).
+        """
         ...
 
     async def span(self, start: int, stop: int) -> list[Message]:

@@ -411,7 +411,9 @@ class MemorySessionReader:
     async def profile(self, user_id: str) -> Versioned[UserProfile] | None:
         return self._profiles.get(user_id)
 
-    async def newest(self, before: int, limit: int) -> list[StoredMessage]:
+    async def newest(
+        self, before: int, limit: int, token_budget: int | None = None
+    ) -> list[StoredMessage]:
         if self._entry is None:
             return []
         messages = self._entry.messages

@@ -23,6 +23,23 @@ SELECT {_COLUMNS}, token_count FROM messages
  ORDER BY seq DESC LIMIT $3
 """
 
+# The same, cut after the first message whose stored count no longer fits $4: the window
+# sum streams over the backward index scan, so only $3 rows are read at most, and only
+# the ones the window needs are sent.  Uncounted (older-format) messages count as 0 here;
+# the caller counts them exactly and asks for more if it must.
+NEWEST_WITHIN = f"""
+SELECT {_COLUMNS}, token_count FROM (
+    SELECT {_COLUMNS}, token_count,
+           sum(coalesce(token_count, 0)) OVER (ORDER BY seq DESC)
+             - coalesce(token_count, 0) AS before_me
+      FROM messages
+     WHERE session_id = $1 AND seq < $2
+     ORDER BY seq DESC LIMIT $3
+) AS window_rows
+ WHERE before_me < $4
+ ORDER BY seq DESC
+"""
+
 SPAN = f"""
 SELECT {_COLUMNS} FROM messages
  WHERE session_id = $1 AND seq >= $2 AND seq < $3
@@ -63,8 +80,15 @@ class PostgresSessionReader:
         row = await self._driver.fetchrow(docs.CURRENT_PROFILE, user_id)
         return docs.profile_from_row(row, user_id) if row is not None else None
 
-    async def newest(self, before: int, limit: int) -> list[StoredMessage]:
-        rows = await self._driver.fetch(NEWEST, self.session_id, before, limit)
+    async def newest(
+        self, before: int, limit: int, token_budget: int | None = None
+    ) -> list[StoredMessage]:
+        if token_budget is None:
+            rows = await self._driver.fetch(NEWEST, self.session_id, before, limit)
+        else:
+            rows = await self._driver.fetch(
+                NEWEST_WITHIN, self.session_id, before, limit, token_budget
+            )
         messages = rows_to_messages(rows, session_id=self.session_id)
         return [
             StoredMessage(row[0], message, row[_TOKEN_COUNT])
