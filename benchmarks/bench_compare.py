@@ -201,12 +201,20 @@ class Contenders:
             "raw asyncpg insert": raw_insert,
         }
 
+    def windows(self) -> dict[str, Action]:
+        """The 8,000-token window at every size, round-robin among themselves."""
+
+        def window(size: int) -> Action:
+            async def run() -> None:
+                await self.manager.get_context(f"load-{size}", TokenBudget(8000))
+
+            return run
+
+        return {str(size): window(size) for size in SIZES}
+
     def loaders(self, size: int) -> dict[str, Action]:
         async def ctx_load() -> None:
             assert len(await self.storage.load(f"load-{size}")) == size
-
-        async def ctx_window() -> None:
-            await self.manager.get_context(f"load-{size}", TokenBudget(8000))
 
         async def langchain() -> None:
             assert len(await self.lc[size].aget_messages()) >= size
@@ -216,7 +224,6 @@ class Contenders:
 
         return {
             "ctxstore load": ctx_load,
-            "ctxstore window 8k": ctx_window,
             "langchain messages": langchain,
             "raw asyncpg select": raw_select,
         }
@@ -263,20 +270,28 @@ async def throughput(url: URL, storage: PostgresStorage, seconds: float) -> dict
 
 
 MEMORY_PROBE = """
-import asyncio, json, resource, sys
+import asyncio, json, sys
 url, kind, session = sys.argv[1], sys.argv[2], sys.argv[3]
 
-def rss():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def status(field):
+    with open("/proc/self/status") as lines:
+        for line in lines:
+            if line.startswith(field):
+                return int(line.split()[1])
+
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as control:
+        control.write("5")  # resets VmHWM, the peak RSS, to the current RSS
 
 async def main():
     if kind == "ctxstore":
         from ctxstore import PostgresStorage
         async with PostgresStorage.from_url(url) as storage:
             await storage.load("load-100")
-            before = rss()
+            reset_peak()
+            before = status("VmRSS:")
             messages = await storage.load(session)
-            after = rss()
+            after = status("VmHWM:")
     else:
         import asyncpg
         from sqlalchemy import make_url
@@ -286,9 +301,10 @@ async def main():
             user=u.username, host=host, port=u.port, database=u.database
         )
         await conn.fetch("SELECT 1")
-        before = rss()
+        reset_peak()
+        before = status("VmRSS:")
         messages = await conn.fetch(sys.argv[4], session)
-        after = rss()
+        after = status("VmHWM:")
         await conn.close()
     print(json.dumps({"rows": len(messages), "peak_kib": after - before}))
 asyncio.run(main())
@@ -328,6 +344,9 @@ async def main(url: URL, throughput_seconds: float) -> dict[str, Any]:
             appends[size] = await interleaved_medians(group, trials=TRIALS)
             appends[size].update(await interleaved_medians(heavy, trials=TRIALS))
             loads[size] = await interleaved_medians(contenders.loaders(size), trials=TRIALS)
+        windows = await interleaved_medians(contenders.windows(), trials=TRIALS)
+        for size in SIZES:
+            loads[size]["ctxstore window 8k"] = windows[str(size)]
         rates = await throughput(url, contenders.storage, throughput_seconds)
     finally:
         await contenders.close()
