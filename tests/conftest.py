@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from sqlalchemy import URL
 
+from ctxstore.errors import EmbeddedServerUnavailableError
 from ctxstore.storage.memory import MemoryStorage
 from ctxstore.storage.postgres import PostgresStorage
 from ctxstore.storage.redis import RedisStorage
@@ -31,7 +32,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgTestServer]:
-    server = start_server()
+    try:
+        server = start_server()
+    except EmbeddedServerUnavailableError as error:
+        pytest.skip(f"no PostgreSQL for the tests: {error}")
     try:
         yield server
     finally:
