@@ -30,9 +30,15 @@ from typing import Any
 from sqlalchemy import URL
 
 from benchmarks.bench_versions import run_for
-from benchmarks.common import bench_database, interleaved_medians, raw_connection, raw_pool, table
+from benchmarks.common import (
+    bench_database,
+    interleaved_medians,
+    raw_append,
+    raw_connection,
+    raw_pool,
+    table,
+)
 from ctxstore import ContextManager, Message, PostgresStorage, TokenBudget
-from ctxstore.storage import pg_sql
 from ctxstore.storage.postgres import _append_arrays
 
 SIZES = (10, 100, 1_000, 10_000)
@@ -242,23 +248,9 @@ async def throughput(url: URL, storage: PostgresStorage, seconds: float) -> dict
 
     async def floor(index: int) -> None:
         async with pool.acquire() as conn:
-            args: list[Any] = [f"raw-tp-{index}", None, 2, fresh, *arrays, 2, [None, None]]
-            if versions[index] == 0:
-                row = await conn.fetchrow(pg_sql.APPEND_TO_NEW, *args, None, 1, None, None)
-            else:
-                row = await conn.fetchrow(
-                    pg_sql.APPEND_AT_VERSION,
-                    *args,
-                    None,
-                    None,
-                    None,
-                    versions[index],
-                    None,
-                    1,
-                    None,
-                    None,
-                )
-        versions[index] = row["version"]
+            versions[index] = await raw_append(
+                conn, f"raw-tp-{index}", arrays, fresh, versions[index]
+            )
 
     try:
         raw_first = await run_for(seconds / 2, floor)

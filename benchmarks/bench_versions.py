@@ -16,9 +16,8 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import URL
 
-from benchmarks.common import bench_database, interleaved_medians, raw_pool, table
+from benchmarks.common import bench_database, interleaved_medians, raw_append, raw_pool, table
 from ctxstore import ContextManager, Message, PostgresStorage
-from ctxstore.storage import pg_sql
 from ctxstore.storage.postgres import _append_arrays
 
 TRIALS = 60
@@ -88,6 +87,7 @@ async def throughput(url: URL, storage: PostgresStorage) -> dict[str, float]:
     digests = [m.digest() for m in messages]
     pool = await raw_pool(url, POOL_SIZE)
     versions = [0] * SESSIONS
+    fresh = b"".join(digests)
 
     async def through_ctxstore(index: int) -> None:
         await manager.add_messages(f"tp-ctx-{index}", messages)
@@ -95,25 +95,8 @@ async def throughput(url: URL, storage: PostgresStorage) -> dict[str, float]:
     async def through_raw(index: int) -> None:
         # the same statement ContextManager ends in (append at the expected version)
         session = f"tp-raw-{index}"
-        fresh = b"".join(digests)
         async with pool.acquire() as conn:
-            args = [session, None, 2, fresh, *arrays, 2, [None, None]]
-            if versions[index] == 0:
-                row = await conn.fetchrow(pg_sql.APPEND_TO_NEW, *args, None, 1, None, None)
-            else:
-                row = await conn.fetchrow(
-                    pg_sql.APPEND_AT_VERSION,
-                    *args,
-                    None,
-                    None,
-                    None,
-                    versions[index],
-                    None,
-                    1,
-                    None,
-                    None,
-                )
-        versions[index] = row["version"]
+            versions[index] = await raw_append(conn, session, arrays, fresh, versions[index])
 
     try:
         raw = await run_for(SECONDS, through_raw)

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 from sqlalchemy import URL
@@ -123,3 +124,20 @@ async def raw_pool(url: URL, size: int) -> asyncpg.Pool:
         max_size=size,
         init=init,
     )
+
+
+async def raw_append(
+    conn: asyncpg.Connection, session: str, arrays: list[Any], fresh_hash: bytes, version: int
+) -> int:
+    """The statement ctxstore's append ends in (at the expected version), sent by hand:
+    the floor for append throughput.  Returns the new version."""
+    from ctxstore.storage import pg_sql  # noqa: PLC0415
+
+    shared = [session, None, len(arrays[0]), fresh_hash, *arrays, 2, [None] * len(arrays[0])]
+    if version == 0:
+        row = await conn.fetchrow(pg_sql.APPEND_TO_NEW, *shared, None, 1, None, None)
+    else:
+        row = await conn.fetchrow(
+            pg_sql.APPEND_AT_VERSION, *shared, None, None, None, version, None, 1, None, None
+        )
+    return int(row["version"])
