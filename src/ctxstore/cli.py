@@ -96,7 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
     contract_commands.add_parser("example", help="print a complete example contract")
 
     demo = commands.add_parser(
-        "demo", help="save and reload a short consultation (embedded PostgreSQL by default)"
+        "demo", help="play a whole knee consultation (embedded PostgreSQL by default)"
     )
     _add_database_url(demo)
     demo.add_argument(
