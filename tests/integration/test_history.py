@@ -3,6 +3,8 @@ any other change still saves exactly what the list holds."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -117,3 +119,18 @@ async def test_a_history_saved_into_another_session(pg_storage: PostgresStorage)
     history.extend(msgs("d"))
     await pg_storage.save("two", history)
     assert await pg_storage.load("two") == msgs("a", "b", "c", "d")
+
+
+async def test_histories_copy_and_pickle_as_plain_lists(pg_storage: PostgresStorage) -> None:
+    await pg_storage.save("s", [*msgs("a"), Message(role="user", content="b", metadata={"k": [1]})])
+    history = await pg_storage.load("s")
+    assert pickle.loads(pickle.dumps(history)) == list(history)
+    deep = copy.deepcopy(history)
+    assert deep == history and deep.origin is None
+    deep[1].metadata["k"].append(2)
+    assert history[1].metadata == {"k": [1]}
+    shallow = copy.copy(history)
+    assert shallow == history and shallow.origin is None
+    shallow.extend(msgs("c"))
+    await pg_storage.save("s", shallow)
+    assert await pg_storage.load("s") == list(shallow)

@@ -16,6 +16,7 @@ same result, O(n) hashing.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, SupportsIndex
@@ -50,6 +51,18 @@ class History(list[Message]):
     def __init__(self, messages: Iterable[Message] = (), origin: Origin | None = None) -> None:
         super().__init__(messages)
         self.origin = origin
+
+    # Copies and pickles are plain lists of messages: the origin (with its hash state,
+    # which can't be pickled) describes this object only.
+
+    def __copy__(self) -> History:
+        return History(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> History:
+        return History(copy.deepcopy(list(self), memo))
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        return (list, (list(self),))
 
     # Every mutation but appending forgets the origin.
 
