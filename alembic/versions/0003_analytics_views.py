@@ -48,6 +48,15 @@ VIEWS: list[tuple[str, str]] = [
         """,
     ),
     (
+        # One row per accepted state version: a plain projection, so a report filtered
+        # by consultation joins into it through the history's primary key.
+        "analytics_stage_history",
+        """
+        SELECT h.session_id, h.version, h.stage, h.created_at AS changed_at
+          FROM consultation_state_history AS h
+        """,
+    ),
+    (
         "analytics_stage_reached",
         """
         SELECT DISTINCT h.session_id, h.stage FROM consultation_state_history AS h

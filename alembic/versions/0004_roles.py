@@ -25,6 +25,7 @@ depends_on: str | Sequence[str] | None = None
 
 ANALYTICS_VIEWS = (
     "analytics_consultations",
+    "analytics_stage_history",
     "analytics_stage_reached",
     "analytics_stage_funnel",
     "analytics_stage_changes",

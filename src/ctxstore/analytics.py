@@ -45,13 +45,13 @@ REPORT_SQL: dict[str, str] = {
           FROM analytics_consultations AS c
          WHERE {_WINDOW}""",
     "funnel": f"""
-        SELECT r.stage,
-               count(*) AS reached,
-               count(*) FILTER (WHERE c.stage = r.stage) AS ended_here
-          FROM analytics_stage_reached AS r
-          JOIN analytics_consultations AS c ON c.session_id = r.session_id
+        SELECT h.stage,
+               count(DISTINCT h.session_id) AS reached,
+               count(DISTINCT h.session_id) FILTER (WHERE c.stage = h.stage) AS ended_here
+          FROM analytics_stage_history AS h
+          JOIN analytics_consultations AS c ON c.session_id = h.session_id
          WHERE {_WINDOW}
-         GROUP BY r.stage""",
+         GROUP BY h.stage""",
     "transitions": f"""
         SELECT t.from_stage, t.to_stage, count(*) AS transitions
           FROM analytics_stage_changes AS t
