@@ -53,12 +53,16 @@ REPORT_SQL: dict[str, str] = {
          WHERE {_WINDOW}
          GROUP BY h.stage""",
     "transitions": f"""
-        SELECT t.from_stage, t.to_stage, count(*) AS transitions
-          FROM analytics_stage_changes AS t
-          JOIN analytics_consultations AS c ON c.session_id = t.session_id
-         WHERE {_WINDOW}
-         GROUP BY t.from_stage, t.to_stage
-         ORDER BY transitions DESC, t.from_stage NULLS FIRST, t.to_stage""",
+        SELECT from_stage, to_stage, count(*) AS transitions
+          FROM (SELECT lag(h.stage) OVER (PARTITION BY h.session_id ORDER BY h.version)
+                         AS from_stage,
+                       h.stage AS to_stage
+                  FROM analytics_stage_history AS h
+                  JOIN analytics_consultations AS c ON c.session_id = h.session_id
+                 WHERE {_WINDOW}) AS steps
+         WHERE from_stage IS DISTINCT FROM to_stage
+         GROUP BY from_stage, to_stage
+         ORDER BY transitions DESC, from_stage NULLS FIRST, to_stage""",
     "durations": f"""
         SELECT c.stage AS final_stage,
                count(*) AS consultations,
