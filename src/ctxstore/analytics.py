@@ -102,6 +102,23 @@ for _report, (_view, _column) in _FREQUENCY_VIEWS.items():
          ORDER BY consultations DESC, m.value
          LIMIT :limit"""
 
+# Without --since/--until the aggregate views answer directly: no join to filter by.
+ALL_TIME_SQL: dict[str, str] = {
+    "funnel": "SELECT stage, reached, ended_here FROM analytics_stage_funnel",
+    "transitions": """
+        SELECT from_stage, to_stage, transitions FROM analytics_stage_transitions
+         ORDER BY transitions DESC, from_stage NULLS FIRST, to_stage""",
+    "complaints": """
+        SELECT chief_complaint, consultations FROM analytics_complaint_frequencies
+         ORDER BY consultations DESC, chief_complaint LIMIT :limit""",
+    "body-parts": """
+        SELECT body_part, consultations FROM analytics_body_part_frequencies
+         ORDER BY consultations DESC, body_part LIMIT :limit""",
+    "symptoms": """
+        SELECT symptom, consultations FROM analytics_symptom_frequencies
+         ORDER BY consultations DESC, symptom LIMIT :limit""",
+}
+
 REPORTS = tuple(REPORT_SQL)
 Format = Literal["table", "json", "csv"]
 
@@ -217,7 +234,9 @@ async def run_report(
         parameters["limit"] = limit
     with translated(f"analytics report {name}"):
         async with engine.connect() as conn:
-            result = await conn.execute(text(REPORT_SQL[name]), parameters)
+            windowed = since is not None or until is not None
+            sql = REPORT_SQL[name] if windowed else ALL_TIME_SQL.get(name, REPORT_SQL[name])
+            result = await conn.execute(text(sql), parameters)
             columns = list(result.keys())
             rows = [tuple(row) for row in result]
     if name == "funnel":
