@@ -28,24 +28,18 @@ def upgrade() -> None:
         sa.Column("message_count", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("content_hash", sa.LargeBinary(), nullable=False),
         sa.Column(
-            "created_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
+            "created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
             nullable=False,
         ),
         sa.Column(
-            "updated_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
+            "updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"),
             nullable=False,
         ),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint(
             "char_length(session_id) BETWEEN 1 AND 255", name=op.f("ck_sessions_session_id_length")
         ),
-        sa.CheckConstraint(
-            "message_count >= 0", name=op.f("ck_sessions_message_count_non_negative")
-        ),
+        sa.CheckConstraint("message_count >= 0", name=op.f("ck_sessions_message_count_non_negative")),
         sa.PrimaryKeyConstraint("session_id", name=op.f("pk_sessions")),
     )
     op.create_table(
@@ -72,9 +66,7 @@ def upgrade() -> None:
             name=op.f("ck_messages_metadata_object"),
         ),
         sa.ForeignKeyConstraint(
-            ["session_id"],
-            ["sessions.session_id"],
-            ondelete="CASCADE",
+            ["session_id"], ["sessions.session_id"], ondelete="CASCADE",
             name=op.f("fk_messages_session_id_sessions"),
         ),
         sa.PrimaryKeyConstraint("session_id", "seq", name=op.f("pk_messages")),
