@@ -39,7 +39,7 @@ from benchmarks.common import (
     table,
 )
 from ctxstore import ContextManager, Message, PostgresStorage, TokenBudget
-from ctxstore.storage.postgres import _append_arrays
+from ctxstore.storage.pg_rows import append_arrays
 
 SIZES = (10, 100, 1_000, 10_000)
 TRIALS = 20
@@ -238,7 +238,7 @@ class Contenders:
 async def throughput(url: URL, storage: PostgresStorage, seconds: float) -> dict[str, float]:
     manager = ContextManager(storage)
     pair = history(2)
-    arrays = _append_arrays(0, pair)
+    arrays = append_arrays(0, pair)
     fresh = b"".join(m.digest() for m in pair)
     pool = await raw_pool(url, 10)
     versions = [0] * 32

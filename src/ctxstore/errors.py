@@ -65,6 +65,23 @@ class ConflictError(CtxStoreError):
             expected_version=expected_version,
         )
 
+    @classmethod
+    def stale(
+        cls,
+        what: str,
+        current: int,
+        expected: int | None,
+        *,
+        session_id: str | None = None,
+    ) -> ConflictError:
+        """``what`` (e.g. "session 's1'") is at ``current``, not the ``expected`` version."""
+        return cls(
+            f"{what} is at version {current}, not {expected}",
+            session_id=session_id,
+            current_version=current,
+            expected_version=expected,
+        )
+
 
 class StorageUnavailableError(CtxStoreError):
     """The storage backend could not be reached or did not answer in time."""

@@ -144,7 +144,7 @@ class Message(BaseModel):
 
         Metadata is a mutable dict, so its part is recomputed each time (only when present).
         """
-        return full_digest(self.core_digest(), self.metadata)
+        return digest_of(self)
 
 
 def digest_of(message: Message) -> bytes:

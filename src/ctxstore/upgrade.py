@@ -23,6 +23,7 @@ from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, row_to_message
 from ctxstore.models import MESSAGE_FORMAT, STATE_FORMAT, Message
 from ctxstore.progress import Progress
 from ctxstore.storage.pg_documents import state_arguments
+from ctxstore.storage.pg_rows import message_row
 
 Driver = Any
 
@@ -103,20 +104,21 @@ class UpgradeReport:
 
 
 def _message_arguments(session_id: str, seq: int, message: Message, old: int) -> list[Any]:
-    stamp = message.timestamp
-    offset = stamp.utcoffset() if stamp is not None else None
+    """REWRITE_MESSAGE's parameters: the message as PostgresStorage writes it."""
+    row = message_row(session_id, seq, message)
+    metadata = row["metadata"]
     return [
         session_id,
         seq,
-        message.role,
-        message.content,
-        message.turn_id,
-        stamp,
-        int(offset.total_seconds()) if offset is not None else None,
-        message.name,
-        json.dumps(message.metadata, ensure_ascii=False) if message.metadata else None,
-        message.core_digest(),
-        MESSAGE_FORMAT,
+        row["role"],
+        row["content"],
+        row["turn_id"],
+        row["ts"],
+        row["ts_offset"],
+        row["name"],
+        json.dumps(metadata, ensure_ascii=False) if metadata else None,
+        row["digest"],
+        row["format_version"],
         old,
     ]
 

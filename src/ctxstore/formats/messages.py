@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -155,12 +154,8 @@ def upgrade_message_document(
         ) from error
 
 
-@lru_cache(maxsize=64)
-def _fixed_offset(seconds: int) -> timezone:
-    return timezone(timedelta(seconds=seconds))
-
-
-# Every UTC offset in use on Earth is a whole number of quarter hours within +-14:00.
+# Every UTC offset in use on Earth is a whole number of quarter hours within +-14:00;
+# the loading loop looks these up, anything else is built (or refused) on the way.
 _ZONES: dict[int, timezone] = {
     minutes * 60: timezone(timedelta(minutes=minutes))
     for minutes in range(-14 * 60, 14 * 60 + 1, 15)
@@ -170,11 +165,12 @@ _ZONES: dict[int, timezone] = {
 def _restore_offset(stamp: datetime | None, offset: int | None) -> datetime | None:
     if stamp is None or not offset:
         return stamp
-    return stamp.astimezone(_fixed_offset(offset))
+    zone = _ZONES.get(offset) or timezone(timedelta(seconds=offset))
+    return stamp.astimezone(zone)
 
 
-def rows_to_messages(rows: Sequence[Any], *, session_id: str, skip: int = 0) -> list[Message]:
-    """Map ``messages`` rows (MESSAGE_COLUMNS from column ``skip`` on) to Messages.
+def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
+    """Map ``messages`` rows (starting with MESSAGE_COLUMN_ORDER) to Messages.
 
     Current-format rows are built inline: this loop runs once per stored message on
     every load, so it avoids even a function call per row.  Anything else goes through
@@ -186,7 +182,7 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str, skip: int = 0) -> 
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build_messages(rows, session_id, skip)
+        return _build_messages(rows, session_id)
     finally:
         if collecting:
             gc.enable()
@@ -200,7 +196,7 @@ _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def _build_messages(rows: Sequence[Any], session_id: str, skip: int) -> list[Message]:
+def _build_messages(rows: Sequence[Any], session_id: str) -> list[Message]:
     result: list[Message] = []
     append = result.append
     new_instance = object.__new__
@@ -212,18 +208,16 @@ def _build_messages(rows: Sequence[Any], session_id: str, skip: int) -> list[Mes
     )
     field_names = FIELD_NAMES
     zones = _ZONES
-    end = skip + len(MESSAGE_COLUMN_ORDER)
+    end = len(MESSAGE_COLUMN_ORDER)
     for row in rows:
-        (position, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row[
-            skip:end
-        ]
+        (position, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row[:end]
         if fmt != MESSAGE_FORMAT or (metadata is not None and type(metadata) is not dict):
-            append(row_to_message(row[skip:end], session_id=session_id, position=position))
+            append(row_to_message(row[:end], session_id=session_id, position=position))
             continue
         if offset:
             zone = zones.get(offset)
-            if zone is None:
-                append(row_to_message(row[skip:end], session_id=session_id, position=position))
+            if zone is None:  # an unusual offset, or a corrupt one: the careful path
+                append(row_to_message(row[:end], session_id=session_id, position=position))
                 continue
             stamp = stamp.astimezone(zone)
         message = new_instance(Message)

@@ -44,7 +44,13 @@ class FallbackStats:
     reconciled: int = 0
     merged: int = 0
     reconcile_failures: int = 0
-    pending: set[str] = field(default_factory=set)
+    #: What each session written during an outage still needs in the primary.
+    written: dict[str, Literal["saved", "deleted"]] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> set[str]:
+        """Sessions the primary has yet to receive."""
+        return set(self.written)
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,6 @@ class FallbackStorage(AsyncClosing):
         self._clock = clock
         self._degraded_since: float | None = None
         self._last_probe = 0.0
-        self._written: dict[str, Literal["saved", "deleted"]] = {}
         self.stats = FallbackStats()
 
     @property
@@ -137,8 +142,7 @@ class FallbackStorage(AsyncClosing):
         self.stats.degraded_calls += 1
         result = await action(self.secondary)
         if written is not None:
-            self._written[session_id] = written
-            self.stats.pending.add(session_id)
+            self.stats.written[session_id] = written
         return result
 
     def _enter_degraded(self, error: CtxStoreError) -> None:
@@ -172,7 +176,7 @@ class FallbackStorage(AsyncClosing):
 
     async def reconcile(self, session_ids: Sequence[str] | None = None) -> ReconcileReport:
         """Bring the primary up to date with what the secondary acknowledged."""
-        pending = dict(self._written)
+        pending = dict(self.stats.written)
         for session_id in session_ids or ():
             pending.setdefault(session_id, "saved")
         reconciled = merged = 0
@@ -189,8 +193,7 @@ class FallbackStorage(AsyncClosing):
                 logger.warning("could not reconcile session %r yet: %s", session_id, error)
                 continue
             reconciled += 1
-            self._written.pop(session_id, None)
-            self.stats.pending.discard(session_id)
+            self.stats.written.pop(session_id, None)
         self.stats.reconciled += reconciled
         self.stats.merged += merged
         return ReconcileReport(reconciled, merged, failed)

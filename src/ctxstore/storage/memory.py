@@ -111,11 +111,8 @@ class MemoryStorage(AsyncClosing):
     @staticmethod
     def _check_version(session_id: str, current: int, expected: int | None) -> None:
         if expected is not None and expected != current:
-            raise ConflictError(
-                f"session {session_id!r} is at version {current}, not {expected}",
-                session_id=session_id,
-                current_version=current,
-                expected_version=expected,
+            raise ConflictError.stale(
+                f"session {session_id!r}", current, expected, session_id=session_id
             )
 
     def _validated(self, messages: Sequence[MessageInput], offset: int = 0) -> list[Message]:
@@ -224,11 +221,8 @@ class MemoryStorage(AsyncClosing):
             entry = self._existing(session_id)
             latest = entry.summaries[-1].summary_version if entry.summaries else 0
             if expected is not None and expected != latest:
-                raise ConflictError(
-                    f"summary of {session_id!r} is at version {latest}, not {expected}",
-                    session_id=session_id,
-                    current_version=latest,
-                    expected_version=expected,
+                raise ConflictError.stale(
+                    f"summary of {session_id!r}", latest, expected, session_id=session_id
                 )
             if covers_until >= len(entry.messages):
                 raise InvalidInputError(
@@ -313,11 +307,7 @@ class MemoryStorage(AsyncClosing):
             current = self._profiles.get(user_id)
             version = current.version if current else 0
             if expected is not None and expected != version:
-                raise ConflictError(
-                    f"profile of {user_id!r} is at version {version}, not {expected}",
-                    current_version=version,
-                    expected_version=expected,
-                )
+                raise ConflictError.stale(f"profile of {user_id!r}", version, expected)
             self._profiles[user_id] = Versioned(parsed.model_copy(deep=True), version + 1, _now())
             return version + 1
 

@@ -24,16 +24,16 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
+from ctxstore.storage.pg_sql import LIVE
 
 Driver = Any  # an asyncpg connection (typed loosely: asyncpg ships no stubs)
 
-# A session past its expires_at behaves as missing (see pg_sql.LIVE).
-_LIVE_SESSION = """EXISTS (SELECT FROM sessions AS s WHERE s.session_id = $1
-                     AND (s.expires_at IS NULL OR s.expires_at > now()))"""
+# A session past its expires_at behaves as missing (pg_sql.LIVE).
+_LIVE_SESSION = f"EXISTS (SELECT FROM sessions AS s WHERE s.session_id = $1 AND {LIVE})"
 
-SESSION_HEAD = """
+SESSION_HEAD = f"""
 SELECT version, user_id FROM sessions AS s
- WHERE session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
+ WHERE session_id = $1 AND {LIVE}
 """
 
 # -- summaries ------------------------------------------------------------------------------
@@ -50,16 +50,16 @@ SELECT s.session_id, latest.version + 1, $2, $3, $4, {SUMMARY_FORMAT}
        LATERAL (SELECT coalesce(max(summary_version), 0) AS version
                   FROM summaries WHERE session_id = $1) AS latest
  WHERE s.session_id = $1
-   AND (s.expires_at IS NULL OR s.expires_at > now())
+   AND {LIVE}
    AND s.message_count > $3
    AND ($5::int IS NULL OR latest.version = $5)
 RETURNING {_SUMMARY_COLUMNS}
 """
 
-SUMMARY_PRECONDITIONS = """
+SUMMARY_PRECONDITIONS = f"""
 SELECT s.message_count,
        (SELECT coalesce(max(summary_version), 0) FROM summaries WHERE session_id = $1)
-  FROM sessions AS s WHERE s.session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
+  FROM sessions AS s WHERE s.session_id = $1 AND {LIVE}
 """
 
 LATEST_SUMMARY = f"""
@@ -105,11 +105,8 @@ async def insert_summary(
         raise InvalidInputError(
             f"covers_until {covers_until} is past the session's {message_count} messages"
         )
-    raise ConflictError(
-        f"summary of {session_id!r} is at version {latest}, not {expected_version}",
-        session_id=session_id,
-        current_version=latest,
-        expected_version=expected_version,
+    raise ConflictError.stale(
+        f"summary of {session_id!r}", latest, expected_version, session_id=session_id
     )
 
 
@@ -139,7 +136,7 @@ SELECT version, updated_at FROM target
 UPSERT_STATE = _state_statement(f"""
     INSERT INTO consultation_states AS c (session_id, version, {_STATE_FIELDS})
     SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
-     WHERE s.session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
+     WHERE s.session_id = $1 AND {LIVE}
     ON CONFLICT (session_id) DO UPDATE
        SET version = c.version + 1, {_STATE_UPDATE}, updated_at = now()
     RETURNING c.version, c.updated_at""")
@@ -148,7 +145,7 @@ UPSERT_STATE = _state_statement(f"""
 INSERT_FIRST_STATE = _state_statement(f"""
     INSERT INTO consultation_states (session_id, version, {_STATE_FIELDS})
     SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
-     WHERE s.session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
+     WHERE s.session_id = $1 AND {LIVE}
     ON CONFLICT (session_id) DO NOTHING
     RETURNING version, updated_at""")
 
@@ -161,9 +158,9 @@ UPDATE_STATE_AT = _state_statement(f"""
      WHERE session_id = $1 AND version = $11 AND {_LIVE_SESSION}
     RETURNING version, updated_at""")
 
-STATE_PRECONDITIONS = """
+STATE_PRECONDITIONS = f"""
 SELECT (SELECT version FROM consultation_states WHERE session_id = $1)
-  FROM sessions AS s WHERE session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
+  FROM sessions AS s WHERE session_id = $1 AND {LIVE}
 """
 
 CURRENT_STATE = f"""
@@ -208,11 +205,8 @@ async def write_state(
     if facts is None:
         raise SessionNotFoundError(session_id=session_id)
     current = facts[0] or 0
-    raise ConflictError(
-        f"state of {session_id!r} is at version {current}, not {expected_version}",
-        session_id=session_id,
-        current_version=current,
-        expected_version=expected_version,
+    raise ConflictError.stale(
+        f"state of {session_id!r}", current, expected_version, session_id=session_id
     )
 
 
@@ -282,11 +276,7 @@ async def write_profile(
     if version is not None:
         return int(version)
     current = await driver.fetchval(PROFILE_VERSION, user_id) or 0
-    raise ConflictError(
-        f"profile of {user_id!r} is at version {current}, not {expected_version}",
-        current_version=current,
-        expected_version=expected_version,
-    )
+    raise ConflictError.stale(f"profile of {user_id!r}", current, expected_version)
 
 
 def profile_from_row(row: Any, user_id: str) -> Versioned[UserProfile]:

@@ -8,12 +8,13 @@ from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, rows_to_messages
 from ctxstore.models import ConsultationState, Message, Summary, UserProfile, Versioned
 from ctxstore.storage import pg_documents as docs
 from ctxstore.storage.base import SessionHead, StoredMessage
+from ctxstore.storage.pg_sql import LIVE
 
 _COLUMNS = ", ".join(MESSAGE_COLUMN_ORDER)
 
-HEAD = """
+HEAD = f"""
 SELECT version, message_count, created_at, user_id FROM sessions AS s
- WHERE session_id = $1 AND (s.expires_at IS NULL OR s.expires_at > now())
+ WHERE session_id = $1 AND {LIVE}
 """
 
 # A backward range scan of the primary key: reads only the rows the window takes.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
@@ -23,9 +22,8 @@ from ctxstore.errors import (
     StorageTimeoutError,
     StorageUnavailableError,
 )
-from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, rows_to_messages
+from ctxstore.formats.messages import rows_to_messages
 from ctxstore.models import (
-    EMPTY_METADATA,
     MESSAGE_FORMAT,
     ConsultationState,
     Message,
@@ -37,7 +35,7 @@ from ctxstore.models import (
     full_digest,
 )
 from ctxstore.storage import pg_documents as docs
-from ctxstore.storage import pg_sql
+from ctxstore.storage import pg_rows, pg_sql
 from ctxstore.storage.base import (
     DEFAULT_LIMITS,
     NEW_SESSION,
@@ -57,126 +55,9 @@ from ctxstore.storage.history import History, Origin
 from ctxstore.storage.pg_reader import PostgresSessionReader
 from ctxstore.upgrade import write_back_messages
 
-# LOAD_SESSION's trailing session columns.
-_COUNT = len(MESSAGE_COLUMN_ORDER)
-_HASH = _COUNT + 1
-_VERSION = _COUNT + 2
-_FORMAT = MESSAGE_COLUMN_ORDER.index("format_version")
-_DIGEST = MESSAGE_COLUMN_ORDER.index("digest")
-_METADATA = MESSAGE_COLUMN_ORDER.index("metadata")
 
-
-def _message_row(
-    session_id: str, seq: int, message: Message, token_count: int | None = None
-) -> dict[str, Any]:
-    stamp = message.timestamp
-    offset = stamp.utcoffset() if stamp is not None else None
-    return {
-        "session_id": session_id,
-        "seq": seq,
-        "role": message.role,
-        "content": message.content,
-        "turn_id": message.turn_id,
-        "ts": stamp,
-        "ts_offset": int(offset.total_seconds()) if offset is not None else None,
-        "name": message.name,
-        "metadata": message.metadata or None,
-        "digest": message.core_digest(),
-        "token_count": token_count,
-        "format_version": MESSAGE_FORMAT,
-    }
-
-
-def _append_arrays(first_seq: int, new: Sequence[Message]) -> list[list[Any]]:
-    """Column arrays for pg_sql's unnest() of new messages, in its parameter order."""
-    rows = [_message_row("", first_seq + index, message) for index, message in enumerate(new)]
-    return [
-        [row["seq"] for row in rows],
-        [row["role"] for row in rows],
-        [row["content"] for row in rows],
-        [row["turn_id"] for row in rows],
-        [row["ts"] for row in rows],
-        [row["ts_offset"] for row in rows],
-        [row["name"] for row in rows],
-        # SQLAlchemy's jsonb codec on the connection takes JSON text.
-        [json.dumps(row["metadata"]) if row["metadata"] else None for row in rows],
-        [row["digest"] for row in rows],
-    ]
-
-
-def _track(
-    messages: object,
-    session_id: str,
-    saved: list[Message],
-    digests: list[bytes],
-    known: pg_sql.KnownSessions,
-) -> None:
-    """After a general-path save of a History: it now extends what is stored."""
-    if not isinstance(messages, History):
-        return
-    entry = known.get(session_id)
-    if entry is None or entry.hasher is None or entry.count != len(saved):
-        messages.origin = None
-        return
-    messages.origin = Origin(
-        session_id,
-        entry.count,
-        entry.content_hash,
-        entry.hasher.copy(),
-        # Only loaded messages share read-only empty metadata; anything else is checked.
-        tuple(
-            (position, digest)
-            for position, (message, digest) in enumerate(zip(saved, digests, strict=True))
-            if message.metadata is not EMPTY_METADATA
-        ),
-    )
-
-
-def _origin(session_id: str, rows: Sequence[Any], stored_hash: bytes | None) -> Origin | None:
-    """What a loaded History extends: checked against the stored content hash."""
-    if stored_hash is None:
-        return None
-    digests = [
-        row[_DIGEST] if row[_METADATA] is None else full_digest(row[_DIGEST], row[_METADATA])
-        for row in rows
-    ]
-    hasher = hashlib.sha256(b"".join(digests))
-    if hasher.digest() != stored_hash:  # e.g. rows in an older format
-        return None
-    return Origin(
-        session_id,
-        len(rows),
-        stored_hash,
-        hasher,
-        tuple(
-            (position, digest)
-            for position, (row, digest) in enumerate(zip(rows, digests, strict=True))
-            if row[_METADATA] is not None
-        ),
-    )
-
-
-def _user_messages(messages: Sequence[Message]) -> int:
-    return sum(1 for message in messages if message.role == "user")
-
-
-def _activity(new: Sequence[Message], whole: Sequence[Message]) -> tuple[int, Any, Any]:
-    """Analytics parameters of a write: user messages among ``new``, and the timestamps of
-    the first and last message of ``whole`` (None: the server's time)."""
-    return (
-        _user_messages(new),
-        whole[0].timestamp if whole else None,
-        whole[-1].timestamp if whole else None,
-    )
-
-
-def _conflict(session_id: str, current: int, expected: int | None) -> ConflictError:
-    return ConflictError(
-        f"session {session_id!r} is at version {current}, not {expected}",
-        session_id=session_id,
-        current_version=current,
-        expected_version=expected,
-    )
+def _stale(session_id: str, current: int, expected: int | None) -> ConflictError:
+    return ConflictError.stale(f"session {session_id!r}", current, expected, session_id=session_id)
 
 
 class PostgresStorage(AsyncClosing):
@@ -349,7 +230,7 @@ class PostgresStorage(AsyncClosing):
                     session_id, new_list, digests, known, expected, user_id
                 )
                 if version is not None:
-                    _track(messages, session_id, new_list, digests, self._known)
+                    pg_rows.track(messages, session_id, new_list, digests, self._known)
                     return version
             self._known.forget(session_id)
             async with self._engine.begin() as conn:
@@ -357,7 +238,7 @@ class PostgresStorage(AsyncClosing):
                     conn, session_id, new_list, digests, expected, user_id
                 )
             self._known.remember(session_id, len(new_list), hasher.digest(), hasher)
-            _track(messages, session_id, new_list, digests, self._known)
+            pg_rows.track(messages, session_id, new_list, digests, self._known)
             return version
 
     async def _save_extended(
@@ -425,13 +306,13 @@ class PostgresStorage(AsyncClosing):
                 known_hash,
                 len(whole),
                 hasher.digest(),
-                *_append_arrays(known_count, added),
+                *pg_rows.append_arrays(known_count, added),
                 MESSAGE_FORMAT,
                 user_id,
                 expected,
                 self._costs(added),
                 self.ttl,
-                *_activity(added, whole),
+                *pg_rows.activity(added, whole),
             )
         return int(version) if version is not None else None
 
@@ -487,12 +368,12 @@ class PostgresStorage(AsyncClosing):
             ).first()
         if stored is None:
             if expected is not None and expected != NEW_SESSION:
-                raise _conflict(session_id, await self._current(conn, session_id), expected)
+                raise _stale(session_id, await self._current(conn, session_id), expected)
             stored = (
                 await conn.execute(pg_sql.CREATE_SESSION, {"sid": session_id, "ttl": self.ttl})
             ).first()
             if stored is None and expected == NEW_SESSION:
-                raise _conflict(session_id, await self._current(conn, session_id), expected)
+                raise _stale(session_id, await self._current(conn, session_id), expected)
         if stored is None:  # created concurrently: wait for its lock like any other save
             stored = (
                 await conn.execute(pg_sql.LOCK_SESSION, {"sid": session_id, "expected": None})
@@ -510,7 +391,7 @@ class PostgresStorage(AsyncClosing):
             await conn.execute(
                 pg_sql.INSERT_MESSAGES,
                 [
-                    _message_row(session_id, seq, message, cost)
+                    pg_rows.message_row(session_id, seq, message, cost)
                     for seq, message, cost in zip(
                         range(start, target),
                         new_list[start:],
@@ -528,7 +409,7 @@ class PostgresStorage(AsyncClosing):
                 "hash": hasher.digest(),
                 "user_id": user_id,
                 "ttl": self.ttl,
-                "turns": _user_messages(new_list),
+                "turns": pg_rows.user_messages(new_list),
                 "first_ts": new_list[0].timestamp if new_list else None,
                 "last_ts": new_list[-1].timestamp if new_list else None,
             },
@@ -583,11 +464,11 @@ class PostgresStorage(AsyncClosing):
             user_id,
             len(added),
             hashlib.sha256(b"".join(digests)).digest(),
-            *_append_arrays(0, added),
+            *pg_rows.append_arrays(0, added),
             MESSAGE_FORMAT,
             self._costs(added),
         ]
-        activity = _activity(added, added)
+        activity = pg_rows.activity(added, added)
         knowledge = [
             known.count if known else None,
             known.content_hash if known else None,
@@ -613,7 +494,7 @@ class PostgresStorage(AsyncClosing):
             if row is None:
                 current = await driver.fetchval(pg_sql.SESSION_VERSION, session_id)
                 self._known.forget(session_id)
-                raise _conflict(session_id, int(current or 0), expected)
+                raise _stale(session_id, int(current or 0), expected)
         start, version = row
         if known is not None and extended is not None and start == known.count:
             self._known.remember(session_id, start + len(added), extended.digest(), extended)
@@ -638,21 +519,21 @@ class PostgresStorage(AsyncClosing):
         self, session_id: str, rows: Sequence[Any], loaded: list[Message]
     ) -> None:
         legacy = [
-            (position, row[_FORMAT], loaded[position])
+            (position, row[pg_rows.FORMAT], loaded[position])
             for position, row in enumerate(rows)
-            if row[_FORMAT] != MESSAGE_FORMAT
+            if row[pg_rows.FORMAT] != MESSAGE_FORMAT
         ]
         if not legacy:
             return
         async with self._guard("load (writing upgraded rows back)"), self._driver() as driver:
-            await write_back_messages(driver, session_id, rows[0][_VERSION], legacy)
+            await write_back_messages(driver, session_id, rows[0][pg_rows.VERSION], legacy)
         self._known.forget(session_id)
 
     def _messages_from(self, rows: Sequence[Any], session_id: str) -> History:
         if not rows:
             self._known.forget(session_id)
             return History()
-        expected, stored_hash = rows[0][_COUNT], rows[0][_HASH]
+        expected, stored_hash = rows[0][pg_rows.COUNT], rows[0][pg_rows.HASH]
         if rows[0][0] is None:  # the outer join found a session without messages
             if expected:
                 raise CorruptDataError(
@@ -660,7 +541,7 @@ class PostgresStorage(AsyncClosing):
                     session_id=session_id,
                 )
             self._remember_loaded(session_id, 0, stored_hash)
-            empty = _origin(session_id, [], stored_hash)
+            empty = pg_rows.origin_of(session_id, [], stored_hash)
             return History((), empty)
         if len(rows) != expected or rows[-1][0] != expected - 1:
             raise CorruptDataError(
@@ -669,7 +550,7 @@ class PostgresStorage(AsyncClosing):
                 session_id=session_id,
             )
         loaded = History(rows_to_messages(rows, session_id=session_id))
-        origin = _origin(session_id, rows, stored_hash)
+        origin = pg_rows.origin_of(session_id, rows, stored_hash)
         loaded.origin = origin
         if origin is not None:
             self._known.remember(session_id, expected, stored_hash, origin.hasher.copy())

@@ -132,11 +132,8 @@ class RedisStorage(AsyncClosing):
                 args=[payload, self._ttl or 0, "" if expected is None else expected],
             )
         if not accepted:
-            raise ConflictError(
-                f"session {session_id!r} is at version {version}, not {expected}",
-                session_id=session_id,
-                current_version=int(version),
-                expected_version=expected,
+            raise ConflictError.stale(
+                f"session {session_id!r}", int(version), expected, session_id=session_id
             )
         return int(version)
 
