@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxstore.context.builder import ContextBuilder, ContractBudgetError
+from ctxstore.context.builder import ContextBuilder
 from ctxstore.context.compression import (
     CompressionStrategy,
     ContextWindow,
@@ -12,7 +12,6 @@ from ctxstore.context.compression import (
     extractive_summarizer,
 )
 from ctxstore.context.manager import ContextManager, RetryPolicy
-from ctxstore.context.tokens import TokenCounter, TokenizerUnavailableError
 from ctxstore.contract import (
     CONTEXT_VERSION,
     ContextContract,
@@ -24,6 +23,7 @@ from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.errors import (
     ConfigurationError,
     ConflictError,
+    ContractBudgetError,
     ContractVersionError,
     CorruptDataError,
     CtxStoreError,
@@ -39,6 +39,7 @@ from ctxstore.errors import (
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
+    TokenizerUnavailableError,
     UnsupportedFormatError,
 )
 from ctxstore.models import (
@@ -54,6 +55,7 @@ from ctxstore.models import (
 from ctxstore.storage.base import NEW_SESSION, ContextStorage, Limits, VersionedStorage
 from ctxstore.storage.memory import MemoryStorage
 from ctxstore.storage.postgres import PostgresStorage
+from ctxstore.tokens import TokenCounter
 
 __version__ = "0.1.0"
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
-from ctxstore.context.tokens import element_json
 from ctxstore.errors import ContractVersionError, InvalidInputError
 from ctxstore.models import ConsultationState, Role, UserProfile
+from ctxstore.tokens import element_json
 
 CONTEXT_VERSION = "1.0.0"
 SUPPORTED_MAJOR = 1

@@ -135,6 +135,10 @@ class ConfigurationError(CtxStoreError):
     """ctxstore is not configured correctly."""
 
 
+class TokenizerUnavailableError(ConfigurationError):
+    """A tiktoken encoding could not be loaded."""
+
+
 class EmbeddedServerUnavailableError(ConfigurationError):
     """The embedded PostgreSQL server cannot run here."""
 
@@ -153,3 +157,15 @@ class SessionNotFoundError(CtxStoreError):
 
 class RetriesExhaustedError(ConflictError):
     """Concurrent writers kept winning; the change was not applied."""
+
+
+class ContractBudgetError(InvalidInputError):
+    """The required parts of the contract alone exceed the token budget."""
+
+    def __init__(self, required: int, budget: int) -> None:
+        self.required = required
+        self.budget = budget
+        super().__init__(
+            f"the required parts (user message, consultation state, user profile) need "
+            f"{required} tokens but token_budget is {budget}: {required - budget} over"
+        )

@@ -18,9 +18,9 @@ from ctxstore import (
     TokenCounter,
     extractive_summarizer,
 )
-from ctxstore.context.tokens import contract_message
 from ctxstore.contract import EXAMPLE, ContextContract
 from ctxstore.storage.base import VersionedStorage
+from ctxstore.tokens import contract_message
 from tests.conformance.test_versioned_contract import KNEE_STATE
 
 CST = timezone(timedelta(hours=8))

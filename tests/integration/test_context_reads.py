@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import URL, event, text
 
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
-from ctxstore.context.tokens import TokenCounter
 from ctxstore.storage.pg_reader import NEWEST, NEWEST_WITHIN
+from ctxstore.tokens import TokenCounter
 
 
 def long_history(count: int) -> list[Message]:

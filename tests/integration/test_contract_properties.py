@@ -18,9 +18,9 @@ from ctxstore import (
     PostgresStorage,
     TokenCounter,
 )
-from ctxstore.context.tokens import contract_message
 from ctxstore.contract import ContextContract
 from ctxstore.storage.base import VersionedStorage
+from ctxstore.tokens import contract_message
 
 COUNTER = TokenCounter()
 

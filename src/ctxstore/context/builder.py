@@ -15,34 +15,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxstore.context.compression import message_cost, walk_newest
-from ctxstore.context.tokens import TokenCounter, contract_message, legacy_fill
 from ctxstore.contract import (
     CONTEXT_VERSION,
     ContextContract,
     KnowledgeItem,
     serialize_parts,
 )
-from ctxstore.errors import InvalidInputError
+from ctxstore.errors import ContractBudgetError, InvalidInputError
 from ctxstore.models import ConsultationState
 from ctxstore.storage.base import SessionHead, StoredMessage, VersionedStorage, check_session_id
 from ctxstore.textcheck import text_problem
+from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: The state of a consultation that has none stored yet.
 INITIAL_STATE = ConsultationState(stage="greeting")
-
-
-class ContractBudgetError(InvalidInputError):
-    """The required parts of the contract alone exceed the token budget."""
-
-    def __init__(self, required: int, budget: int) -> None:
-        self.required = required
-        self.budget = budget
-        super().__init__(
-            f"the required parts (user message, consultation state, user profile) need "
-            f"{required} tokens but token_budget is {budget}: {required - budget} over"
-        )
 
 
 @dataclass

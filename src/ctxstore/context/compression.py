@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from ctxstore.context.tokens import TokenCounter, contract_message, legacy_fill
 from ctxstore.errors import ConflictError, InvalidInputError
 from ctxstore.models import Message, Summary
 from ctxstore.storage.base import SessionHead, SessionReader, StoredMessage, VersionedStorage
+from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
 
 #: ``summarizer(old_messages, previous_summary) -> new summary text``
 Summarizer = Callable[[Sequence[Message], str | None], Awaitable[str]]

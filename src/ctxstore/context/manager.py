@@ -22,9 +22,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from ctxstore.context.compression import CompressionStrategy, ContextWindow, TokenBudget
-from ctxstore.context.tokens import TokenCounter
 from ctxstore.errors import ConflictError, RetriesExhaustedError
 from ctxstore.storage.base import MessageInput, VersionedStorage
+from ctxstore.tokens import TokenCounter
 
 
 @dataclass(frozen=True)

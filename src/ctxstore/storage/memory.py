@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ctxstore.context.tokens import TokenCounter
 from ctxstore.errors import ConflictError, InvalidInputError, SessionNotFoundError
 from ctxstore.models import (
     ConsultationState,
@@ -37,6 +36,7 @@ from ctxstore.storage.base import (
     check_write,
     coerce_messages,
 )
+from ctxstore.tokens import TokenCounter
 
 
 def _now() -> datetime:

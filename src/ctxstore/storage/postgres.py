@@ -13,7 +13,6 @@ from sqlalchemy import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from ctxstore.context.tokens import TokenCounter
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.db.errors import translated
 from ctxstore.errors import (
@@ -53,6 +52,7 @@ from ctxstore.storage.base import (
 )
 from ctxstore.storage.history import History, Origin
 from ctxstore.storage.pg_reader import PostgresSessionReader
+from ctxstore.tokens import TokenCounter
 from ctxstore.upgrade import write_back_messages
 
 

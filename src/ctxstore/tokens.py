@@ -22,14 +22,10 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
-from ctxstore.errors import ConfigurationError
+from ctxstore.errors import TokenizerUnavailableError
 from ctxstore.models import Message
 
 DEFAULT_ENCODING = "cl100k_base"
-
-
-class TokenizerUnavailableError(ConfigurationError):
-    """A tiktoken encoding could not be loaded."""
 
 
 class Encoder(Protocol):
