@@ -16,9 +16,15 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import URL
 
-from benchmarks.common import bench_database, interleaved_medians, raw_append, raw_pool, table
+from benchmarks.common import (
+    append_values,
+    bench_database,
+    interleaved_medians,
+    raw_append,
+    raw_pool,
+    table,
+)
 from ctxstore import ContextManager, Message, PostgresStorage
-from ctxstore.storage.pg_rows import append_arrays
 
 TRIALS = 60
 SESSIONS = 32
@@ -83,7 +89,7 @@ async def run_for(seconds: float, worker: Callable[[int], Awaitable[None]]) -> f
 async def throughput(url: URL, storage: PostgresStorage) -> dict[str, float]:
     manager = ContextManager(storage)
     messages = turn(1)
-    arrays = append_arrays(0, messages)
+    arrays = append_values(messages)
     digests = [m.digest() for m in messages]
     pool = await raw_pool(url, POOL_SIZE)
     versions = [0] * SESSIONS

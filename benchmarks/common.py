@@ -126,18 +126,47 @@ async def raw_pool(url: URL, size: int) -> asyncpg.Pool:
     )
 
 
+def append_values(messages: list[Any]) -> dict[str, Any]:
+    """The column arrays of ctxstore's message writes, for raw_append."""
+    from ctxstore.storage.postgres import rows  # noqa: PLC0415
+    from ctxstore.storage.rules import DEFAULT_LIMITS  # noqa: PLC0415
+    from ctxstore.tokens import TokenCounter  # noqa: PLC0415
+
+    return rows.new_message_arrays(rows.batch(messages, TokenCounter(), DEFAULT_LIMITS))
+
+
 async def raw_append(
-    conn: asyncpg.Connection, session: str, arrays: list[Any], fresh_hash: bytes, version: int
+    conn: asyncpg.Connection,
+    session: str,
+    arrays: dict[str, Any],
+    fresh_hash: bytes,
+    version: int,
 ) -> int:
     """The statement ctxstore's append ends in (at the expected version), sent by hand:
     the floor for append throughput.  Returns the new version."""
-    from ctxstore.storage import pg_sql  # noqa: PLC0415
+    from ctxstore.storage.postgres import sql  # noqa: PLC0415
 
-    shared = [session, None, len(arrays[0]), fresh_hash, *arrays, 2, [None] * len(arrays[0])]
+    values = {
+        "sid": session,
+        "user_id": None,
+        "added": len(arrays["new_seq"]),
+        "added_hash": fresh_hash,
+        "ttl": None,
+        "turns": 1,
+        "first_ts": None,
+        "last_ts": None,
+        **arrays,
+    }
     if version == 0:
-        row = await conn.fetchrow(pg_sql.APPEND_TO_NEW, *shared, None, 1, None, None)
+        row = await sql.APPEND_TO_NEW.fetchrow(conn, **values)
     else:
-        row = await conn.fetchrow(
-            pg_sql.APPEND_AT_VERSION, *shared, None, None, None, version, None, 1, None, None
+        row = await sql.APPEND_AT_VERSION.fetchrow(
+            conn,
+            **values,
+            known_count=None,
+            known_hash=None,
+            extended_hash=None,
+            max_messages=200_000,
+            expected=version,
         )
     return int(row["version"])

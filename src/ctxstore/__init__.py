@@ -1,6 +1,15 @@
-"""ctxstore: durable, versioned conversation context for LLM assistants, on PostgreSQL."""
+"""ctxstore: durable, versioned conversation context for LLM assistants, on PostgreSQL.
+
+Everything a user needs is importable from here.  The names that need SQLAlchemy,
+asyncpg or redis (the PostgreSQL and Redis backends, the fallback pair, the engine) are
+imported on first use (PEP 562), so ``from ctxstore import MemoryStorage, Message``
+loads no database driver.
+"""
 
 from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.context.compression import (
@@ -19,7 +28,6 @@ from ctxstore.contract import (
     contract_json_schema,
     parse_contract,
 )
-from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.errors import (
     ConfigurationError,
     ConflictError,
@@ -29,6 +37,7 @@ from ctxstore.errors import (
     CtxStoreError,
     DataError,
     EmbeddedServerUnavailableError,
+    InputTooLargeError,
     InvalidInputError,
     InvalidMessageError,
     InvalidSessionIdError,
@@ -40,6 +49,7 @@ from ctxstore.errors import (
     StorageTimeoutError,
     StorageUnavailableError,
     TokenizerUnavailableError,
+    TooManyMessagesError,
     UnsupportedFormatError,
 )
 from ctxstore.models import (
@@ -52,12 +62,51 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
-from ctxstore.storage.base import NEW_SESSION, ContextStorage, Limits, VersionedStorage
+from ctxstore.storage.base import (
+    ContextStorage,
+    SessionHead,
+    SessionReader,
+    StoredMessage,
+    VersionedStorage,
+)
+from ctxstore.storage.history import History
 from ctxstore.storage.memory import MemoryStorage
-from ctxstore.storage.postgres import PostgresStorage
+from ctxstore.storage.rules import NEW_SESSION, Limits
+from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    # What the lazy names below resolve to, for type checkers and IDEs.
+    from ctxstore.db.engine import EngineSettings, create_engine
+    from ctxstore.storage.fallback import FallbackStorage
+    from ctxstore.storage.postgres import PostgresStorage
+    from ctxstore.storage.redis import RedisStorage
+
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it, imported on first access: these modules
+#: import SQLAlchemy and asyncpg (or redis), which a MemoryStorage user never needs.
+_LAZY = {
+    "EngineSettings": "ctxstore.db.engine",
+    "FallbackStorage": "ctxstore.storage.fallback",
+    "PostgresStorage": "ctxstore.storage.postgres",
+    "RedisStorage": "ctxstore.storage.redis",
+    "create_engine": "ctxstore.db.engine",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "CONTEXT_VERSION",
@@ -78,6 +127,9 @@ __all__ = [
     "DataError",
     "EmbeddedServerUnavailableError",
     "EngineSettings",
+    "FallbackStorage",
+    "History",
+    "InputTooLargeError",
     "InvalidInputError",
     "InvalidMessageError",
     "InvalidSessionIdError",
@@ -88,21 +140,27 @@ __all__ = [
     "MessageTooLargeError",
     "MigrationError",
     "PostgresStorage",
+    "RedisStorage",
     "RetriesExhaustedError",
     "RetryPolicy",
     "Role",
+    "SessionHead",
     "SessionNotFoundError",
+    "SessionReader",
     "SessionSnapshot",
     "SlidingWindow",
     "StateChange",
     "StorageError",
     "StorageTimeoutError",
     "StorageUnavailableError",
+    "Store",
+    "StoredMessage",
     "SummarizeOldest",
     "Summary",
     "TokenBudget",
     "TokenCounter",
     "TokenizerUnavailableError",
+    "TooManyMessagesError",
     "UnsupportedFormatError",
     "UserProfile",
     "Versioned",

@@ -1,6 +1,6 @@
 """The Context Contract v1.0.0: what the AI service receives for each LLM call.
 
-Field names are fixed by the contract (DESIGN.md section 3).  Versioning: adding fields
+Field names are fixed by the contract (docs/context-contract.md).  Versioning: adding fields
 bumps the minor version (compatible), removing or renaming bumps the major.  A receiver
 checks ``meta.context_version`` first: the same major is accepted (unknown newer-minor
 fields are ignored), another major or a malformed version raises ContractVersionError.
@@ -149,7 +149,7 @@ def serialize_parts(
     recent: list[dict[str, Any]],
     knowledge: list[dict[str, Any]] | None,
 ) -> str:
-    """The contract JSON from its skeleton and its two arrays (see context/tokens.py).
+    """The contract JSON from its skeleton and its two arrays (see ctxstore/tokens.py).
 
     The skeleton holds the arrays' places (``context.recent_messages`` and, when
     knowledge is given, ``context.retrieved_knowledge``) with any value; they are

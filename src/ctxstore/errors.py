@@ -40,7 +40,15 @@ class InvalidMessageError(InvalidInputError):
         super().__init__(message, position=position, **details)
 
 
-class MessageTooLargeError(InvalidMessageError):
+class InputTooLargeError(InvalidInputError):
+    """An input is larger than a configured limit; nothing was written."""
+
+
+class TooManyMessagesError(InputTooLargeError):
+    """A session would hold more messages than the configured limit."""
+
+
+class MessageTooLargeError(InvalidMessageError, InputTooLargeError):
     """A message is larger than the configured size limit."""
 
 

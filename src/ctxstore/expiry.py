@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxstore.db.errors import translated
 from ctxstore.progress import Progress
-from ctxstore.storage import pg_sql
+from ctxstore.storage.postgres import sql
 
 
 @dataclass
@@ -34,15 +34,15 @@ async def purge_expired(driver: Any, *, batch_size: int = 1000, show: bool = Tru
     report = PurgeReport()
     started = time.monotonic()
     with translated("purge-expired"):
-        pending = int(await driver.fetchval(pg_sql.COUNT_EXPIRED))
+        pending = int(await sql.COUNT_EXPIRED.fetchval(driver))
         progress = Progress("purging sessions", pending) if show else None
         while True:
-            rows = await driver.fetch(pg_sql.PURGE_EXPIRED_BATCH, batch_size)
+            rows = await sql.PURGE_EXPIRED_BATCH.fetch(driver, batch_size=batch_size)
             if not rows:
                 break
             report.batches += 1
             report.sessions += len(rows)
-            report.messages += sum(row[0] for row in rows)
+            report.messages += sum(row["message_count"] for row in rows)
             if progress:
                 progress.advance(len(rows))
         if progress:

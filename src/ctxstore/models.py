@@ -27,7 +27,7 @@ DocumentT = TypeVar("DocumentT")
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: frozenset[str] = frozenset(get_args(Role))
 
-#: The message format this code writes (LEGACY_FORMATS.md: format 2).
+#: The message format this code writes (docs/legacy-formats.md: format 2).
 MESSAGE_FORMAT = 2
 
 
@@ -214,7 +214,7 @@ def construct_trusted(
 
 # -- consultation documents ---------------------------------------------------------------
 
-#: Formats this code writes (LEGACY_FORMATS.md).
+#: Formats this code writes (docs/legacy-formats.md).
 STATE_FORMAT = 2
 SUMMARY_FORMAT = 1
 PROFILE_FORMAT = 1

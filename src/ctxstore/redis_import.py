@@ -13,11 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxstore.db.errors import translated
 from ctxstore.errors import CtxStoreError
 from ctxstore.progress import Progress
 from ctxstore.storage.base import VersionedStorage, check_session_id
-from ctxstore.storage.redis import parse_session_value
+from ctxstore.storage.redis import parse_session_value, translated_redis
 
 
 @dataclass
@@ -50,7 +49,7 @@ class ImportReport:
 
 async def _scan_keys(client: Any, prefix: str) -> list[bytes]:
     keys: list[bytes] = []
-    with translated("scanning Redis"):
+    with translated_redis("scanning Redis"):
         async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
             keys.append(key)
     return keys
@@ -67,7 +66,7 @@ async def _import_one(
         report.skipped.append(f"{name!r}: {error}")
         return
     try:
-        with translated("reading Redis"):
+        with translated_redis("reading Redis"):
             kind = (await client.type(key)).decode()
             if kind != "string":
                 report.skipped.append(f"{name!r}: a Redis {kind}, not a session's JSON string")

@@ -10,8 +10,9 @@ element of ``recent_messages`` and ``retrieved_knowledge`` on a line of its own,
 pre-tokenizer never joins text across such a newline-ended punctuation run, so the
 token count of the whole contract is exactly the count of its skeleton (arrays empty)
 plus each element's own count, minus a constant ``first_element_saving`` per non-empty
-array.  Each message's element count is computed once, when the message is written, and
-stored.
+array.  Each message's element count is computed once, when the message is written, by
+the storage's own counter, and stored; readers report the encoding it was made with, and
+context assembly recounts a message whose stored count is in another encoding.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def contract_message(
 
 
 def legacy_fill(position: int, session_created_at: datetime) -> tuple[str, datetime]:
-    """Turn id and timestamp for a message that has none (LEGACY_FORMATS.md, 1 -> 2).
+    """Turn id and timestamp for a message that has none (docs/legacy-formats.md, 1 -> 2).
 
     The turn id is derived from the message's position (``legacy-000042``) and the
     timestamp is the session's creation time.
@@ -95,7 +96,11 @@ def element_json(element: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class TokenCounter:
-    """Counts tokens with one encoding; knows the exact cost of contract elements."""
+    """Counts tokens with one encoding; knows the exact cost of contract elements.
+
+    ``encoding_name`` identifies the counting: a stored count is reused only by a counter
+    of the same name, so a subclass that counts another way needs a name of its own.
+    """
 
     encoding_name: str = DEFAULT_ENCODING
 

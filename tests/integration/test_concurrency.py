@@ -18,7 +18,8 @@ from ctxstore import (
     RetriesExhaustedError,
     RetryPolicy,
 )
-from tests.conformance.test_versioned_contract import KNEE_STATE
+from ctxstore.storage.knowledge import Known
+from tests.conformance.contract import KNEE_STATE
 from tests.integration.concurrent_writer import run_writers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,23 +102,26 @@ async def test_32_writers_across_4_processes_lose_nothing(
 
 
 async def test_retries_follow_other_writers_then_give_up_clearly(
-    pg_storage: PostgresStorage,
+    pg_storage: PostgresStorage, database_url: URL
 ) -> None:
-    mine = ContextManager(pg_storage, retry=RetryPolicy(max_attempts=1))
-    other = ContextManager(pg_storage)  # stands for another process
-    await mine.add_message("s", Message(role="user", content="1"))
-    await other.add_message("s", Message(role="user", content="2"))
-    with pytest.raises(RetriesExhaustedError) as caught:
-        await mine.add_message("s", Message(role="user", content="3"))
-    assert caught.value.current_version == 2
-    assert "nothing was written" in str(caught.value)
-    assert [m.content for m in await pg_storage.load("s")] == ["1", "2"]
-    patient = ContextManager(pg_storage, retry=RetryPolicy(max_attempts=2))
-    await mine.add_message("s", Message(role="user", content="4"))  # learns version 2 -> 3
-    await other.add_message("s", Message(role="user", content="5"))
-    patient._versions["s"] = 1  # as stale as a process that slept through two writes
-    assert await patient.add_message("s", Message(role="user", content="6")) == 5
-    assert [m.content for m in await pg_storage.load("s")] == ["1", "2", "4", "5", "6"]
+    async with PostgresStorage.from_url(database_url) as elsewhere:
+        mine = ContextManager(pg_storage, retry=RetryPolicy(max_attempts=1))
+        other = ContextManager(elsewhere)  # another process: a store of its own
+        await mine.add_message("s", Message(role="user", content="1"))
+        await other.add_message("s", Message(role="user", content="2"))
+        with pytest.raises(RetriesExhaustedError) as caught:
+            await mine.add_message("s", Message(role="user", content="3"))
+        assert caught.value.current_version == 2
+        assert "nothing was written" in str(caught.value)
+        assert [m.content for m in await pg_storage.load("s")] == ["1", "2"]
+        patient = ContextManager(pg_storage, retry=RetryPolicy(max_attempts=2))
+        await mine.add_message("s", Message(role="user", content="4"))  # learns version 2 -> 3
+        await other.add_message("s", Message(role="user", content="5"))
+        # as stale as a process that slept through two writes
+        pg_storage.knowledge.after_write("s", Known(1))
+        assert await patient.add_message("s", Message(role="user", content="6")) == 5
+        assert patient.conflicts == 1
+        assert [m.content for m in await pg_storage.load("s")] == ["1", "2", "4", "5", "6"]
 
 
 async def test_two_state_updates_from_one_version_one_wins(pg_storage: PostgresStorage) -> None:

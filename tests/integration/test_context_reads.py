@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import URL, event, text
 
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
-from ctxstore.storage.pg_reader import NEWEST, NEWEST_WITHIN
+from ctxstore.storage.postgres.sql import NEWEST, NEWEST_WITHIN
 from ctxstore.tokens import TokenCounter
 
 
@@ -48,8 +48,9 @@ async def test_a_10000_message_context_reads_only_its_window(database_url: URL) 
 
         def on_connect(dbapi_connection: Any, _record: Any) -> None:
             def log(query: Any) -> None:
-                if query.query in (NEWEST, NEWEST_WITHIN):
-                    requested.append(query.args[2])
+                for statement in (NEWEST, NEWEST_WITHIN):
+                    if query.query == statement.sql:
+                        requested.append(query.args[statement.parameters.index("limit")])
 
             dbapi_connection.driver_connection.add_query_logger(log)
 

@@ -243,11 +243,13 @@ async def test_fallback_serves_the_outage_and_reconciles_without_loss(
 @pytest.fixture
 def own_server() -> Any:
     """A PostgreSQL this test starts and stops itself (never the machine's shared one)."""
+    from ctxstore.embedded import EmbeddedPostgres, bin_dir  # noqa: PLC0415
+    from ctxstore.errors import EmbeddedServerUnavailableError  # noqa: PLC0415
+
     try:
-        import pgserver  # noqa: F401, PLC0415
-    except ImportError:
-        pytest.skip("the embedded server (pgserver) is not installed: restart test skipped")
-    from ctxstore.embedded import EmbeddedPostgres  # noqa: PLC0415
+        bin_dir()
+    except EmbeddedServerUnavailableError as error:
+        pytest.skip(f"restart test skipped: {error}")
 
     folder = tempfile.mkdtemp(prefix="ctxstore-restart-")
     server = EmbeddedPostgres(os.path.join(folder, "pgdata"))

@@ -22,15 +22,56 @@ def msgs(*contents: str, **fields: Any) -> list[Message]:
 async def test_load_extend_save_stays_on_the_fast_path(pg_storage: PostgresStorage) -> None:
     await pg_storage.save("s", msgs("a", "b"))
     history = await pg_storage.load("s")
-    assert isinstance(history, History) and history.origin is not None
+    assert isinstance(history, History)
+    assert pg_storage.knowledge.stored_prefix("s", history) is not None
     for turn in range(3):
         history.extend(msgs(f"q{turn}", f"r{turn}"))
+        assert pg_storage.knowledge.stored_prefix("s", history) is not None
         await pg_storage.save("s", history)
-        assert history.origin is not None and history.origin.count == len(history)
+        known = pg_storage.knowledge.get("s")
+        assert known is not None and known.count == len(history)
     history += msgs("x")
     await pg_storage.save("s", history)
     assert await pg_storage.load("s") == history
     assert len(history) == 9
+
+
+@pytest.mark.parametrize(
+    "extend",
+    [
+        lambda loaded, new: loaded + new,
+        lambda loaded, new: [*loaded, *new],
+        lambda loaded, new: list(loaded) + new,
+        lambda loaded, new: tuple(loaded) + tuple(new),
+    ],
+    ids=["plus", "unpack", "list-plus", "tuple"],
+)
+async def test_any_list_extending_the_loaded_one_is_recognised(
+    pg_storage: PostgresStorage, extend: Callable[[list[Message], list[Message]], Any]
+) -> None:
+    """The everyday idiom builds a new list: it is still saved as an append."""
+    await pg_storage.save("s", msgs("a", "b"))
+    for turn in range(3):
+        messages = extend(await pg_storage.load("s"), msgs(f"q{turn}", f"r{turn}"))
+        assert pg_storage.knowledge.stored_prefix("s", messages) is not None
+        await pg_storage.save("s", messages)
+        messages = extend(messages, msgs(f"again{turn}"))  # saved lists are known too
+        assert pg_storage.knowledge.stored_prefix("s", messages) is not None
+        await pg_storage.save("s", messages)
+    assert [m.content for m in await pg_storage.load("s")] == [
+        "a", "b", "q0", "r0", "again0", "q1", "r1", "again1", "q2", "r2", "again2"
+    ]  # fmt: skip
+
+
+async def test_equal_but_different_messages_take_the_general_path(
+    pg_storage: PostgresStorage,
+) -> None:
+    await pg_storage.save("s", msgs("a", "b"))
+    await pg_storage.load("s")
+    fresh = msgs("a", "b", "c")  # equal messages, other objects: hashed, still an append
+    assert pg_storage.knowledge.stored_prefix("s", fresh) is not None  # equal compares equal
+    await pg_storage.save("s", fresh)
+    assert await pg_storage.load("s") == fresh
 
 
 @pytest.mark.parametrize(
@@ -126,11 +167,11 @@ async def test_histories_copy_and_pickle_as_plain_lists(pg_storage: PostgresStor
     history = await pg_storage.load("s")
     assert pickle.loads(pickle.dumps(history)) == list(history)
     deep = copy.deepcopy(history)
-    assert deep == history and deep.origin is None
+    assert deep == history and type(deep) is History
     deep[1].metadata["k"].append(2)
     assert history[1].metadata == {"k": [1]}
     shallow = copy.copy(history)
-    assert shallow == history and shallow.origin is None
+    assert shallow == history and type(shallow) is History
     shallow.extend(msgs("c"))
     await pg_storage.save("s", shallow)
     assert await pg_storage.load("s") == list(shallow)

@@ -1,4 +1,4 @@
-"""LEGACY_FORMATS.md, rule by rule: rows written at old formats, upgraded on load."""
+"""docs/legacy-formats.md, rule by rule: rows written at old formats, upgraded on load."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from ctxstore import (
     UnsupportedFormatError,
 )
 from ctxstore.formats.messages import message_from_document
-from ctxstore.upgrade import upgrade_data, write_back_messages
+from ctxstore.storage.postgres.rewrite import write_back_messages
+from ctxstore.upgrade import upgrade_data
 
 OLD_STATE: dict[str, Any] = {
     "stage": "collecting_details",
@@ -203,7 +204,9 @@ async def test_write_back_never_overwrites_a_newer_version(pg_storage: PostgresS
     loaded = await pg_storage.load("race")
     await pg_storage.save("race", [Message(role="user", content="newer")])  # version 2
     async with pg_storage.driver() as driver:
-        wrote = await write_back_messages(driver, "race", 1, [(0, 0, loaded[0])])
+        wrote = await write_back_messages(
+            driver, "race", 1, [(0, loaded[0])], pg_storage.token_counter
+        )
     assert wrote is False
     assert await pg_storage.load("race") == [Message(role="user", content="newer")]
 

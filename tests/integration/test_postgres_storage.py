@@ -18,6 +18,7 @@ from ctxstore import (
     UnsupportedFormatError,
     create_engine,
 )
+from ctxstore.storage.postgres import sql as sql_statements
 
 
 def history(count: int, prefix: str = "m") -> list[Message]:
@@ -92,8 +93,9 @@ async def test_appending_a_turn_writes_only_the_new_messages(database_url: URL) 
         assert sql.startswith("WITH updated AS ( UPDATE sessions")
         assert "INSERT INTO messages" in sql
         assert "SELECT seq" not in sql and "DELETE" not in sql
-        positions = args[5]
-        assert list(positions) == [1000, 1001]  # exactly the two new rows are sent
+        named = dict(zip(sql_statements.APPEND_IF_UNCHANGED.parameters, args, strict=True))
+        assert named["known_count"] == 1000  # positions 1000 + offsets:
+        assert list(named["new_seq"]) == [0, 1]  # exactly the two new rows are sent
         after = await row_versions(storage, "long")
         assert {seq: after[seq] for seq in before} == before  # old rows untouched
         assert len(after) == 1002
@@ -116,7 +118,9 @@ async def test_a_cold_append_reads_no_stored_messages(database_url: URL) -> None
         inserts = [a for s, a in statements if s.startswith("INSERT INTO messages")]
         assert len(inserts) == 1
         (params,) = inserts
-        assert params[1] == 1000  # one row, position 1000: only the new message is written
+        named = dict(zip(sql_statements.INSERT_MESSAGES.parameters, params, strict=True))
+        # one row, position 1000: only the new message is written
+        assert named["start"] == 1000 and list(named["new_seq"]) == [0]
         assert len(await storage.load("cold")) == 1001
 
 

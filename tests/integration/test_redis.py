@@ -15,10 +15,19 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import ConflictError, CorruptDataError, Message, PostgresStorage
+from ctxstore import (
+    ConflictError,
+    CorruptDataError,
+    Limits,
+    Message,
+    PostgresStorage,
+    StorageError,
+    StorageUnavailableError,
+    TooManyMessagesError,
+)
 from ctxstore.redis_import import import_redis
 from ctxstore.storage.redis import RedisStorage
-from tests.conftest import drop_prefix
+from tests.conftest import drop_keys
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.redis
@@ -73,6 +82,70 @@ async def test_unreadable_values_raise_corrupt_data(
     assert caught.value.session_id == "bad"
 
 
+async def test_appends_keep_one_json_array(redis_storage: RedisStorage) -> None:
+    """The Go service reads what appends leave, even after it wrote the session itself."""
+    client = redis_storage._client
+    go_value = '[ {"Role": "user", "Content": "你好"} ]\n'
+    await client.set(redis_storage.key("go"), go_value)
+    assert await redis_storage.append("go", [Message(role="assistant", content="您好")]) == 2
+    assert await redis_storage.append("go", []) == 3
+    await redis_storage.append("go", [Message(role="user", content="膝盖疼", turn_id="t2")])
+    documents = json.loads(await client.get(redis_storage.key("go")))
+    assert [document.get("content", document.get("Content")) for document in documents] == [
+        "你好",
+        "您好",
+        "膝盖疼",
+    ]
+    assert [m.content for m in await redis_storage.load("go")] == ["你好", "您好", "膝盖疼"]
+    await redis_storage.append("fresh", [])
+    assert json.loads(await client.get(redis_storage.key("fresh"))) == []
+    await redis_storage.append("fresh", [Message(role="user", content="x")])
+    assert len(json.loads(await client.get(redis_storage.key("fresh")))) == 1
+
+
+async def test_the_message_limit_holds_for_appends(
+    redis_url: str, redis_prefix: str, redis_client: Any
+) -> None:
+    async with RedisStorage.from_url(
+        redis_url, prefix=redis_prefix, limits=Limits(max_messages=3)
+    ) as storage:
+        two = [Message(role="user", content="a"), Message(role="assistant", content="b")]
+        await storage.append("s", two)
+        with pytest.raises(TooManyMessagesError):
+            await storage.append("s", two, expected_version=99)  # the count comes first
+        assert (await storage.load("s"), await storage.version("s")) == (two, 1)
+        # Rewritten behind the store's back (as the Go service does): counted afresh.
+        await redis_client.set(storage.key("s"), json.dumps([{"Role": "user", "Content": "c"}]))
+        assert await storage.append("s", two) == 2
+        with pytest.raises(TooManyMessagesError):
+            await storage.append("s", two[:1])
+
+
+async def test_every_key_of_a_session_expires_with_it_but_the_profile(
+    redis_storage: RedisStorage,
+) -> None:
+    client = redis_storage._client
+    await redis_storage.save_profile("u", {"age": 30})
+    await redis_storage.save("s", [Message(role="user", content="x")], user_id="u")
+    await redis_storage.save_summary("s", "summary", covers_until=0)
+    await redis_storage.save_state("s", {"stage": "collecting_details"})
+    for key in redis_storage.session_keys("s"):
+        assert 0 < await client.pttl(key) <= 600_000, key
+    assert await client.ttl(redis_storage.profile_key("u")) == -1
+    await redis_storage.delete("s")
+    assert await client.exists(*redis_storage.session_keys("s")) == 0
+    assert await client.exists(redis_storage.profile_key("u")) == 1
+
+
+async def test_redis_errors_become_ctxstore_errors(redis_storage: RedisStorage) -> None:
+    await redis_storage._client.hset(redis_storage.key("hash"), mapping={"x": "1"})
+    with pytest.raises(StorageError):
+        await redis_storage.load("hash")
+    async with RedisStorage.from_url("redis://127.0.0.1:1/0") as unreachable:
+        with pytest.raises(StorageUnavailableError):
+            await unreachable.load("s")
+
+
 @pytest.fixture
 async def go_redis(redis_url: str) -> AsyncIterator[RedisStorage]:
     """A Redis prefix filled the way the Go service (and older Python code) left it."""
@@ -92,8 +165,8 @@ async def go_redis(redis_url: str) -> AsyncIterator[RedisStorage]:
     try:
         yield storage
     finally:
-        await drop_prefix(storage)
         await storage.close()
+        await drop_keys(redis_url, prefix)
 
 
 async def table_dump(storage: PostgresStorage) -> list[tuple[Any, ...]]:

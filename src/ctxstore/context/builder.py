@@ -1,10 +1,16 @@
 """ContextBuilder: assembles the Context Contract within a token budget.
 
-Fill order (DESIGN.md section 3): the required parts (user message, consultation state,
-user profile), then the summary, then retrieved knowledge by relevance, then recent
-messages newest first until the budget is used.  Token accounting is exact and never
-re-tokenizes history: see context/tokens.py for why the contract's count is its
-skeleton's count plus each array element's stored count.
+Fill order (docs/context-contract.md): the required parts (user message, consultation
+state, user profile), then the summary, then retrieved knowledge by relevance, then
+recent messages newest first until the budget is used.  Token accounting is exact: see
+ctxstore/tokens.py for why the contract's count is its skeleton's count plus each array
+element's own count.
+
+The builder counts with the storage's counter unless given another.  Message counts
+stored with that counter's encoding are used as they are; any other message is counted
+now (``cost_of``).  The summary's stored count is never used: the summary is part of the
+skeleton, which is counted whole with the builder's counter (its text, JSON-escaped, in
+place), so its cost is exact whichever encoding stored it.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ctxstore.context.compression import message_cost, walk_newest
+from ctxstore.context.compression import message_cost, storage_counter, walk_newest
 from ctxstore.contract import (
     CONTEXT_VERSION,
     ContextContract,
@@ -47,7 +53,11 @@ class _Plan:
 
 
 class ContextBuilder:
-    """Builds Context Contracts from a VersionedStorage."""
+    """Builds Context Contracts from a VersionedStorage.
+
+    ``token_counter`` (the encoding ``meta.token_budget`` is measured in) defaults to the
+    storage's own.
+    """
 
     def __init__(
         self,
@@ -57,7 +67,7 @@ class ContextBuilder:
         initial_state: ConsultationState = INITIAL_STATE,
     ) -> None:
         self.storage = storage
-        self.counter = token_counter or TokenCounter()
+        self.counter = token_counter or storage_counter(storage) or TokenCounter()
         self.initial_state = initial_state
 
     async def build(

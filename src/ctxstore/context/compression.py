@@ -2,6 +2,12 @@
 
 Every strategy reads only what its window needs: the newest messages in chunks, newest
 first (a backward range scan of the primary key), never the whole history.
+
+Token counts: a storage counts each message when it writes it, with its own
+``token_counter``.  A strategy counts with the counter it is given (the manager's, by
+default the storage's).  A stored count is used only when it was made with that
+counter's encoding (``StoredMessage.token_encoding``); any other is recounted (see
+``cost_of``), so a count in one encoding is never taken for another.
 """
 
 from __future__ import annotations
@@ -38,10 +44,30 @@ class ContextWindow:
         return self.summary.summary_version if self.summary else 0
 
 
-def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter) -> int:
-    """A message's contract cost: stored at write time, else counted with the fill."""
-    if stored.token_count is not None:
+def storage_counter(storage: object) -> TokenCounter | None:
+    """The counter a storage makes its stored counts with (None: it has none)."""
+    counter = getattr(storage, "token_counter", None)
+    return counter if isinstance(counter, TokenCounter) else None
+
+
+def cost_of(stored: StoredMessage, counter: TokenCounter) -> int | None:
+    """A message's contract cost counted with ``counter``.
+
+    The stored count when it was made with ``counter``'s encoding, else the message is
+    counted now: a count without an encoding, or in another one, is never used.  None
+    when the message has no turn_id or timestamp: its cost depends on the session's fill
+    (see ``message_cost``).
+    """
+    if stored.token_count is not None and stored.token_encoding == counter.encoding_name:
         return stored.token_count
+    return counter.message_cost(stored.message)
+
+
+def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter) -> int:
+    """A message's contract cost with ``counter``, the session's fill included if needed."""
+    cost = cost_of(stored, counter)
+    if cost is not None:
+        return cost
     created = head.created_at or datetime(1970, 1, 1, tzinfo=UTC)
     turn_id, stamp = legacy_fill(stored.position, created)
     return counter.element_cost(contract_message(stored.message, turn_id, stamp))
@@ -57,7 +83,9 @@ async def walk_newest(
 ) -> AsyncIterator[StoredMessage]:
     """Messages newest first, down to (not including) position ``floor``, in chunks.
 
-    ``token_budget`` lets the reader stop a chunk where the stored counts run out.
+    ``token_budget`` lets the reader stop a chunk where the stored counts run out.  It is
+    only a hint, in the stored counts' encoding: when the caller counts with another one,
+    a chunk cut short costs one more read, never a different window.
     """
     before = head.message_count
     size = max(1, chunk)
@@ -193,7 +221,10 @@ class SummarizeOldest:
             head = await reader.head()
             summary = await reader.latest_summary()
             covered = summary.covers_until if summary else -1
-            _, tokens = await reader.token_total(covered)
+            if _counts_with(storage, counter):
+                _, tokens = await reader.token_total(covered)
+            else:  # the stored counts are in another encoding: count what the trigger needs
+                tokens = await _tokens_over(reader, head, counter, covered, self.trigger_tokens)
         until = head.message_count - self.keep_recent - 1
         if tokens > self.trigger_tokens and until > covered:
             await self._summarize(storage, session_id, counter, summary, covered, until)
@@ -216,14 +247,37 @@ class SummarizeOldest:
         async with storage.reader(session_id) as reader:
             old = await reader.span(covered + 1, until + 1)
         text = await self.summarizer(old, previous.text if previous else None)
+        # A summary's stored count says nothing of its encoding, so it is only ever made
+        # with the storage's own counter, like its message counts (context code never
+        # reads it: the builder counts the summary inside the contract it builds).
+        own = storage_counter(storage)
         with suppress(ConflictError):  # another worker summarized first: serve theirs
             await storage.save_summary(
                 session_id,
                 text,
                 covers_until=until,
-                token_count=counter.count(text),
+                token_count=own.count(text) if own is not None else None,
                 expected_version=previous.summary_version if previous else 0,
             )
+
+
+def _counts_with(storage: VersionedStorage, counter: TokenCounter) -> bool:
+    """Whether the storage's stored counts are in ``counter``'s encoding."""
+    own = storage_counter(storage)
+    return own is not None and own.encoding_name == counter.encoding_name
+
+
+async def _tokens_over(
+    reader: SessionReader, head: SessionHead, counter: TokenCounter, floor: int, limit: int
+) -> int:
+    """The tokens after position ``floor`` counted with ``counter``, or the first total
+    past ``limit``: only as much of the history as the trigger decision needs."""
+    total = 0
+    async for stored in walk_newest(reader, head, floor=floor, chunk=limit // 40 + 16):
+        total += message_cost(stored, head, counter)
+        if total > limit:
+            break
+    return total
 
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?.])\s*")

@@ -5,10 +5,11 @@ message.  Here:
 
 - inside a process, writes to one session are serialized by a per-session lock, so they
   never conflict with each other;
-- across processes, each write is an append at the version this manager last saw
-  (optimistic concurrency, checked by the storage); when another process got there
-  first, the manager takes the version the conflict reports and retries after a
-  jittered exponential backoff;
+- across processes, each write is an append at the version this process last saw
+  (optimistic concurrency, checked by the storage): the storage's own record of it
+  (``storage.knowledge``) when it keeps one, else the stored version, read first; when
+  another process got there first, the manager takes the version the conflict reports
+  and retries after a jittered exponential backoff;
 - when the retries run out, RetriesExhaustedError says so; nothing was written.
 """
 
@@ -16,12 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from ctxstore.context.compression import CompressionStrategy, ContextWindow, TokenBudget
+from ctxstore.context.compression import (
+    CompressionStrategy,
+    ContextWindow,
+    TokenBudget,
+    storage_counter,
+)
 from ctxstore.errors import ConflictError, RetriesExhaustedError
 from ctxstore.storage.base import MessageInput, VersionedStorage
 from ctxstore.tokens import TokenCounter
@@ -41,6 +47,12 @@ class RetryPolicy:
         return float(ceiling * draw())
 
 
+class _Knowledge(Protocol):
+    """What the manager reads of a storage's ``knowledge`` (storage/knowledge.py)."""
+
+    def version(self, session_id: str) -> int | None: ...
+
+
 @dataclass
 class _SessionLock:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -48,7 +60,11 @@ class _SessionLock:
 
 
 class ContextManager:
-    """Serialized, retried writes of a session's messages over a VersionedStorage."""
+    """Serialized, retried writes of a session's messages over a VersionedStorage.
+
+    ``token_counter`` defaults to the storage's own, the one its stored counts are made
+    with, so contexts use them instead of recounting.
+    """
 
     def __init__(
         self,
@@ -61,13 +77,10 @@ class ContextManager:
     ) -> None:
         self.storage = storage
         self.strategy: CompressionStrategy = strategy or TokenBudget(4000)
-        self.token_counter = token_counter or TokenCounter()
+        self.token_counter = token_counter or storage_counter(storage) or TokenCounter()
         self.retry = retry or RetryPolicy()
         self._draw = random_draw
         self._locks: dict[str, _SessionLock] = {}
-        # The last version this manager wrote per session: a stale one costs one retry.
-        self._versions: OrderedDict[str, int] = OrderedDict()
-        self._versions_capacity = 10_000
         self.conflicts = 0  # observable: how often another writer got there first
 
     @asynccontextmanager
@@ -83,11 +96,13 @@ class ContextManager:
             if entry.users == 0:
                 del self._locks[session_id]
 
-    def _remember(self, session_id: str, version: int) -> None:
-        self._versions[session_id] = version
-        self._versions.move_to_end(session_id)
-        if len(self._versions) > self._versions_capacity:
-            self._versions.popitem(last=False)
+    async def _last_seen_version(self, session_id: str) -> int:
+        """The storage's record of the version it last read or wrote (a stale one costs
+        one retry); a storage without one is asked.  Looked up on every write: a
+        FallbackStorage's is the record of whichever side now serves."""
+        knowledge: _Knowledge | None = getattr(self.storage, "knowledge", None)
+        known = knowledge.version(session_id) if knowledge is not None else None
+        return known if known is not None else await self.storage.version(session_id)
 
     async def add_message(
         self, session_id: str, message: MessageInput, *, user_id: str | None = None
@@ -100,9 +115,7 @@ class ContextManager:
     ) -> int:
         """Append messages as one write (they stay contiguous); the new version."""
         async with self._serialized(session_id):
-            expected = self._versions.get(session_id)
-            if expected is None:
-                expected = await self.storage.version(session_id)
+            expected = await self._last_seen_version(session_id)
             for attempt in range(self.retry.max_attempts):
                 try:
                     version = await self.storage.append(
@@ -111,7 +124,6 @@ class ContextManager:
                 except ConflictError as conflict:
                     self.conflicts += 1
                     expected = conflict.current_version or 0
-                    self._remember(session_id, expected)
                     if attempt + 1 == self.retry.max_attempts:
                         raise RetriesExhaustedError(
                             f"session {session_id!r}: other writers won "
@@ -122,7 +134,6 @@ class ContextManager:
                         ) from conflict
                     await asyncio.sleep(self.retry.delay(attempt, self._draw))
                     continue
-                self._remember(session_id, version)
                 return version
             raise AssertionError("unreachable: the loop returns or raises")
 

@@ -1,4 +1,7 @@
-"""The one place where driver and network errors become ctxstore errors."""
+"""Where PostgreSQL driver and network errors become ctxstore errors.
+
+(Redis errors are translated by storage/redis.py, which knows redis-py's classes.)
+"""
 
 from __future__ import annotations
 
@@ -67,11 +70,6 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
         return StorageUnavailableError(detail)
     if _is_asyncpg_connection_error(error):
         return StorageUnavailableError(detail)
-    if type(error).__module__.startswith("redis"):
-        if type(error).__name__ == "TimeoutError":
-            return StorageTimeoutError(f"{action} timed out")
-        if type(error).__name__ in {"ConnectionError", "BusyLoadingError", "ReadOnlyError"}:
-            return StorageUnavailableError(detail)
     return StorageError(detail, sqlstate=code)
 
 
@@ -100,7 +98,7 @@ def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[
     except Exception as error:
         if not isinstance(error, sa_exc.SQLAlchemyError | OSError | TimeoutError) and not type(
             error
-        ).__module__.startswith(("asyncpg", "redis")):
+        ).__module__.startswith("asyncpg"):
             raise
         code = _sqlstate(error)
         if conflict_on_duplicate and code == "23505":

@@ -96,6 +96,9 @@ messages = Table(
     Column("digest", LargeBinary, nullable=False),
     Column("token_count", Integer, nullable=True),
     Column("format_version", SmallInteger, nullable=False),
+    # The tiktoken encoding token_count was made with: a reader counting with another one
+    # recounts instead of using it (NULL: no count, or one from before this column).
+    Column("token_encoding", Text, nullable=True),
     CheckConstraint("seq >= 0", name="seq_non_negative"),
     CheckConstraint(
         "format_version <> 2 OR role IN ('user', 'assistant', 'system', 'tool')",

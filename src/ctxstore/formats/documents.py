@@ -1,83 +1,41 @@
-"""Stored consultation states and user profiles -> models, upgrading old formats.
+"""Stored summaries, consultation states and user profiles -> models.
 
-Same rule as messages: one step vN -> vN+1 at a time, then validation; a format newer
-than this code knows is an UnsupportedFormatError, never a silent downgrade.  Fields the
-current code doesn't know stay in the document (the models allow extra fields).
+Each is one call of the upgrade mapper (formats/mapper.py, docs/legacy-formats.md): a
+format newer than this code knows is an UnsupportedFormatError, never a silent downgrade;
+fields the current code doesn't know stay in a state's or profile's document.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
-from ctxstore.errors import CorruptDataError, InvalidInputError, UnsupportedFormatError
-from ctxstore.models import (
-    PROFILE_FORMAT,
-    STATE_FORMAT,
-    ConsultationState,
-    UserProfile,
-    _Document,
-)
-
-Document = dict[str, Any]
-Step = Callable[[Document], Document]
-ModelT = TypeVar("ModelT", bound=_Document)
-
-
-def _state_1_to_2(document: Document) -> Document:
-    """Format 2 adds aggravating_factors and red_flags (lists), swelling and trauma."""
-    return {
-        "aggravating_factors": [],
-        "swelling": None,
-        "trauma": None,
-        "red_flags": [],
-        **document,
-    }
-
-
-STATE_UPGRADES: dict[int, Step] = {1: _state_1_to_2}
-PROFILE_UPGRADES: dict[int, Step] = {}
-
-
-def _upgrade(
-    model: type[ModelT],
-    steps: dict[int, Step],
-    current: int,
-    document: Any,
-    format_version: int,
-    where: dict[str, Any],
-) -> ModelT:
-    kind = model.__name__
-    if format_version > current:
-        raise UnsupportedFormatError(
-            f"{kind} format {format_version} is newer than this ctxstore knows ({current})",
-            **where,
-        )
-    if not isinstance(document, dict):
-        raise CorruptDataError(f"stored {kind} is not a JSON object", **where)
-    for step in range(format_version, current):
-        if step not in steps:
-            raise CorruptDataError(f"unknown {kind} format {format_version}", **where)
-        document = steps[step](document)
-    try:
-        parsed: ModelT = model.parse(document)
-    except InvalidInputError as error:
-        raise CorruptDataError(f"stored {kind} does not validate: {error}", **where) from error
-    return parsed
+from ctxstore.formats.mapper import FORMAT_KEY, PROFILES, STATES, SUMMARIES
+from ctxstore.models import ConsultationState, Summary, UserProfile
 
 
 def load_state(document: Any, format_version: int, *, session_id: str) -> ConsultationState:
-    return _upgrade(
-        ConsultationState,
-        STATE_UPGRADES,
-        STATE_FORMAT,
-        document,
-        format_version,
-        {"session_id": session_id},
-    )
+    """A stored consultation state document of any known format -> the current model."""
+    return STATES.load(document, format_version, session_id=session_id)
 
 
 def load_profile(document: Any, format_version: int, *, user_id: str) -> UserProfile:
-    return _upgrade(
-        UserProfile, PROFILE_UPGRADES, PROFILE_FORMAT, document, format_version, {"user": user_id}
+    """A stored user profile document of any known format -> the current model."""
+    return PROFILES.load(document, format_version, user_id=user_id)
+
+
+def load_summary(fields: Mapping[str, Any], format_version: int, *, session_id: str) -> Summary:
+    """A stored summary (its columns by name) of any known format -> Summary.
+
+    ``fields`` holds text, covers_until, token_count, created_at and summary_version: a
+    dict, or a database row readable by name.  A ``format_version`` among them is ignored
+    in favour of the argument.
+    """
+    # items(), not iteration: a database row iterates over its values.
+    document = {key: value for key, value in fields.items() if key != FORMAT_KEY}
+    return SUMMARIES.load(
+        document,
+        format_version,
+        session_id=session_id,
+        summary_version=document.get("summary_version"),
     )

@@ -1,9 +1,9 @@
-"""Stored message rows -> Message, upgrading old formats on the way (LEGACY_FORMATS.md).
+"""Stored message rows and serialized messages -> Message (docs/legacy-formats.md).
 
-This is the one place rows become models.  Rows already in the current format take a
+This is the one place rows become messages.  Rows already in the current format take a
 fast path that validates nothing again (PostgreSQL's CHECK constraints held them to the
-format when they were written); older formats are lifted one step at a time, vN -> vN+1,
-then validated.
+format when they were written); every other row and every serialized message goes
+through the upgrade mapper (formats/mapper.py: MESSAGES).
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
-from ctxstore.errors import CorruptDataError, InvalidInputError, UnsupportedFormatError
+from ctxstore.errors import CorruptDataError
+from ctxstore.formats.mapper import FORMAT_KEY, MESSAGES
 from ctxstore.models import (
     EMPTY_METADATA,
     FIELD_NAMES,
@@ -24,9 +25,21 @@ from ctxstore.models import (
     construct_trusted,
 )
 
+__all__ = [
+    "FORMAT_KEY",
+    "MESSAGE_COLUMN_ORDER",
+    "MessageDocument",
+    "detect_message_format",
+    "message_from_document",
+    "message_to_document",
+    "row_to_message",
+    "rows_to_messages",
+    "upgrade_message_document",
+]
+
 MessageDocument = dict[str, Any]
 
-#: The ``messages`` columns every row handed to this module starts with (from ``skip``).
+#: The ``messages`` columns every row handed to this module starts with (from ``seq``).
 MESSAGE_COLUMN_ORDER = (
     "seq",
     "role",
@@ -39,27 +52,11 @@ MESSAGE_COLUMN_ORDER = (
     "digest",
     "format_version",
 )
-_KNOWN_KEYS = frozenset(("role", "content", "name", "turn_id", "timestamp", "metadata"))
-#: The key a serialized message (in Redis, in imports) may carry to name its format.
-FORMAT_KEY = "format_version"
-
-
-def _keep_unknown_in_metadata(document: MessageDocument) -> MessageDocument:
-    """Fields the current Message doesn't have move to metadata instead of being dropped."""
-    unknown = [key for key in document if key not in _KNOWN_KEYS]
-    if not unknown:
-        return document
-    metadata = document.get("metadata")
-    kept = dict(metadata) if isinstance(metadata, dict) else {}
-    known = {key: value for key, value in document.items() if key in _KNOWN_KEYS}
-    for key in unknown:
-        kept.setdefault(key, document[key])
-    known["metadata"] = kept
-    return known
+_COLUMNS = len(MESSAGE_COLUMN_ORDER)
 
 
 def detect_message_format(document: MessageDocument) -> int:
-    """The format of a serialized message that may not say (LEGACY_FORMATS.md).
+    """The format of a serialized message that may not say (docs/legacy-formats.md).
 
     An explicit ``format_version`` wins.  Go's encoding/json writes field names with
     capitals (format 0); the first Python format has neither turn ids nor timestamps
@@ -85,7 +82,7 @@ def message_from_document(document: Any, *, session_id: str, position: int) -> M
         )
     format_version = detect_message_format(document)
     body = {key: value for key, value in document.items() if key != FORMAT_KEY}
-    return upgrade_message_document(body, format_version, session_id=session_id, position=position)
+    return MESSAGES.load(body, format_version, session_id=session_id, position=position)
 
 
 def message_to_document(message: Message) -> MessageDocument:
@@ -99,73 +96,34 @@ def message_to_document(message: Message) -> MessageDocument:
     return document
 
 
-def _upgrade_0_to_1(document: MessageDocument) -> MessageDocument:
-    """Go's encoding/json keys (``Role``, ``Content``, ``Name``) -> lower-case keys.
-
-    Keys and role values match case-insensitively; keys we do not know move to metadata.
-    """
-    upgraded: MessageDocument = {}
-    metadata: dict[str, Any] = dict(document.get("metadata") or {})
-    for key, value in document.items():
-        lowered = key.lower()
-        if lowered in ("role", "content", "name"):
-            upgraded[lowered] = value
-        elif key != "metadata":
-            metadata[key] = value
-    role = upgraded.get("role")
-    if isinstance(role, str):
-        upgraded["role"] = role.lower()
-    upgraded["metadata"] = metadata
-    return upgraded
-
-
-def _upgrade_1_to_2(document: MessageDocument) -> MessageDocument:
-    """Format 1 has no turn ids or timestamps: they stay null."""
-    return {"turn_id": None, "timestamp": None, **document}
-
-
-MESSAGE_UPGRADES: dict[int, Callable[[MessageDocument], MessageDocument]] = {
-    0: _upgrade_0_to_1,
-    1: _upgrade_1_to_2,
-}
-
-
 def upgrade_message_document(
     document: MessageDocument, format_version: int, *, session_id: str, position: int
 ) -> Message:
     """Lift a serialized message of any known format to the current Message."""
-    if format_version > MESSAGE_FORMAT:
-        raise UnsupportedFormatError(
-            f"message format {format_version} is newer than this ctxstore knows ({MESSAGE_FORMAT})",
-            session_id=session_id,
-            position=position,
-        )
-    if format_version not in MESSAGE_UPGRADES and format_version != MESSAGE_FORMAT:
-        raise CorruptDataError(
-            f"unknown message format {format_version}", session_id=session_id, position=position
-        )
-    for step in range(format_version, MESSAGE_FORMAT):
-        document = MESSAGE_UPGRADES[step](document)
-    try:
-        return Message.parse(_keep_unknown_in_metadata(document))
-    except InvalidInputError as error:
-        raise CorruptDataError(
-            f"stored message does not validate: {error}", session_id=session_id, position=position
-        ) from error
+    return MESSAGES.load(document, format_version, session_id=session_id, position=position)
 
 
-# Every UTC offset in use on Earth is a whole number of quarter hours within +-14:00;
-# the loading loop looks these up, anything else is built (or refused) on the way.
-_ZONES: dict[int, timezone] = {
-    minutes * 60: timezone(timedelta(minutes=minutes))
+# -- rows ---------------------------------------------------------------------------------------
+
+# A row stores the UTC instant and the original UTC offset in seconds.  Every offset in
+# use on Earth is a whole number of quarter hours within +-14:00: the loading loop looks
+# these up (the shift to add and the zone to attach); anything else takes the careful path.
+_SHIFTS: dict[int, tuple[timedelta, timezone]] = {
+    minutes * 60: (timedelta(minutes=minutes), timezone(timedelta(minutes=minutes)))
     for minutes in range(-14 * 60, 14 * 60 + 1, 15)
 }
+# ``datetime(state, zone)`` rebuilds a datetime from its 10-byte pickle state (wall-clock
+# fields) with another zone.  Shifting the UTC instant, then re-attaching the zone this way
+# costs half of ``astimezone``, the largest single cost of loading a message.
+_new_datetime = cast("Callable[[bytes, timezone | None], datetime]", datetime)
+_pickle_state = cast("Callable[[datetime], tuple[Any, tuple[bytes, Any]]]", datetime.__reduce__)
 
 
 def _restore_offset(stamp: datetime | None, offset: int | None) -> datetime | None:
     if stamp is None or not offset:
         return stamp
-    zone = _ZONES.get(offset) or timezone(timedelta(seconds=offset))
+    shift = _SHIFTS.get(offset)
+    zone = shift[1] if shift is not None else timezone(timedelta(seconds=offset))
     return stamp.astimezone(zone)
 
 
@@ -174,9 +132,9 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
 
     Current-format rows are built inline: this loop runs once per stored message on
     every load, so it avoids even a function call per row.  Anything else goes through
-    row_to_message and the upgrade chain.
+    row_to_message and the upgrade mapper.
     """
-    # Each message allocates four containers; with the collector running, building 1,000
+    # Each message allocates three containers; with the collector running, building 1,000
     # of them triggers collections that cost as much as the building itself.  The loop
     # never awaits, so pausing the collector for it delays nothing else.
     collecting = gc.isenabled()
@@ -188,9 +146,9 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
             gc.enable()
 
 
-# Setters of the slots pydantic keeps on every model, bound once: calling them directly
-# is cheaper than object.__setattr__ looking the name up on each call.
-_SET_DICT = object.__setattr__
+# Setters of the slots pydantic keeps on every model, bound once: calling a slot's own
+# setter skips the attribute lookup object.__setattr__ does on every call.
+_SET_DICT = BaseModel.__dict__["__dict__"].__set__
 _SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
@@ -199,38 +157,53 @@ _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 def _build_messages(rows: Sequence[Any], session_id: str) -> list[Message]:
     result: list[Message] = []
     append = result.append
-    new_instance = object.__new__
+    new_instance, message_type = object.__new__, Message
     set_dict, set_fields_set, set_extra, set_private = (
         _SET_DICT,
         _SET_FIELDS_SET,
         _SET_EXTRA,
         _SET_PRIVATE,
     )
-    field_names = FIELD_NAMES
-    zones = _ZONES
-    end = len(MESSAGE_COLUMN_ORDER)
+    field_names, empty, current = FIELD_NAMES, EMPTY_METADATA, MESSAGE_FORMAT
+    new_datetime, pickle_state, shifts = _new_datetime, _pickle_state, _SHIFTS
+    end = _COLUMNS
+    # A session's messages nearly always share one offset: look it up only when it changes.
+    last_offset: int | None = 0
+    shift: timedelta | None = None
+    zone: timezone | None = None
     for row in rows:
         (position, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row[:end]
-        if fmt != MESSAGE_FORMAT or (metadata is not None and type(metadata) is not dict):
+        if fmt != current:
+            append(row_to_message(row[:end], session_id=session_id, position=position))
+            continue
+        if metadata is None:
+            metadata = empty
+        elif type(metadata) is not dict:
             append(row_to_message(row[:end], session_id=session_id, position=position))
             continue
         if offset:
-            zone = zones.get(offset)
-            if zone is None:  # an unusual offset, or a corrupt one: the careful path
+            if offset != last_offset:
+                found = shifts.get(offset)
+                if found is None:  # an unusual offset, or a corrupt one: the careful path
+                    append(row_to_message(row[:end], session_id=session_id, position=position))
+                    continue
+                shift, zone = found
+                last_offset = offset
+            try:
+                stamp = new_datetime(pickle_state(stamp + shift)[1][0], zone)
+            except (TypeError, OverflowError):  # no timestamp, or local time out of range
                 append(row_to_message(row[:end], session_id=session_id, position=position))
                 continue
-            stamp = stamp.astimezone(zone)
-        message = new_instance(Message)
+        message = new_instance(message_type)
         set_dict(
             message,
-            "__dict__",
             {
                 "role": role,
                 "content": content,
                 "turn_id": turn_id,
                 "timestamp": stamp,
                 "name": name,
-                "metadata": metadata if metadata is not None else EMPTY_METADATA,
+                "metadata": metadata,
             },
         )
         set_fields_set(message, field_names)
@@ -241,15 +214,18 @@ def _build_messages(rows: Sequence[Any], session_id: str) -> list[Message]:
 
 
 def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
-    """Map one ``messages`` row (see MESSAGE_COLUMNS) to a Message."""
+    """Map one ``messages`` row (exactly MESSAGE_COLUMN_ORDER) to a Message."""
     (_seq, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row
+    if type(fmt) is not int or fmt > MESSAGE_FORMAT:
+        # Newer than this code knows (or no format at all): nothing else can be trusted.
+        return MESSAGES.load(None, fmt, session_id=session_id, position=position)
     if metadata is not None and not isinstance(metadata, dict):
         raise CorruptDataError(
             "message metadata is not an object", session_id=session_id, position=position
         )
     try:
         stamp = _restore_offset(stamp, offset)
-    except (ValueError, OverflowError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise CorruptDataError(
             f"bad timestamp offset {offset}", session_id=session_id, position=position
         ) from error
@@ -263,8 +239,6 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
             metadata=metadata,
             core_digest=digest,
         )
-    if fmt > MESSAGE_FORMAT:
-        return upgrade_message_document({}, fmt, session_id=session_id, position=position)
     document: MessageDocument
     if fmt == 0:
         # A Go-format row keeps its original keys: unknown ones sit in metadata.
@@ -275,4 +249,4 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
         document = {"role": role, "content": content, "metadata": metadata or {}}
         if name is not None:
             document["name"] = name
-    return upgrade_message_document(document, fmt, session_id=session_id, position=position)
+    return MESSAGES.load(document, fmt, session_id=session_id, position=position)

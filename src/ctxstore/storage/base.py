@@ -1,4 +1,8 @@
-"""The storage contract every backend honours (DESIGN.md section 1)."""
+"""The storage contract every backend honours (docs/storage-contract.md): its protocols.
+
+The rules every backend applies live in storage/rules.py, the shared public API in
+storage/store.py.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from ctxstore.db.tables import MAX_SESSION_ID_LENGTH
-from ctxstore.errors import (
-    InvalidInputError,
-    InvalidMessageError,
-    InvalidSessionIdError,
-    MessageTooLargeError,
-)
 from ctxstore.models import (
-    ROLES,
     ConsultationState,
     Message,
     SessionSnapshot,
@@ -25,9 +21,24 @@ from ctxstore.models import (
     Summary,
     UserProfile,
     Versioned,
-    digest_of,
 )
-from ctxstore.textcheck import json_problem, text_problem, utf8_size_exceeds
+
+# Re-exported for code written against the protocols; defined once in rules.py.
+from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits, check_session_id
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "NEW_SESSION",
+    "AsyncClosing",
+    "ContextStorage",
+    "Limits",
+    "MessageInput",
+    "SessionHead",
+    "SessionReader",
+    "StoredMessage",
+    "VersionedStorage",
+    "check_session_id",
+]
 
 MessageInput = Message | Mapping[str, Any]
 
@@ -50,13 +61,9 @@ class AsyncClosing:
         await self.close()
 
 
-#: ``expected_version`` meaning "the session must not exist yet".
-NEW_SESSION = 0
-
-
 @runtime_checkable
 class ContextStorage(Protocol):
-    """Where a session's messages live (the original Go design's contract).
+    """Where a session's messages live (the Go service's original interface: docs/storage-contract.md).
 
     - ``save`` fully overwrites the session's message list, atomically, and returns the
       session's new version.  With ``expected_version`` it succeeds only if the stored
@@ -98,11 +105,16 @@ class SessionHead:
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """A message with its position and stored contract cost (None: count it now)."""
+    """A message with its position and stored contract cost (None: count it now).
+
+    ``token_encoding`` names the encoding the count was made with: a reader counting with
+    another one recounts the message instead of using it.
+    """
 
     position: int
     message: Message
     token_count: int | None
+    token_encoding: str | None = None
 
 
 class SessionReader(Protocol):
@@ -203,149 +215,3 @@ class VersionedStorage(ContextStorage, Protocol):
     def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
         """A SessionReader on one consistent snapshot, for context assembly."""
         ...
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Input limits shared by every backend, so all of them accept the same inputs."""
-
-    max_message_bytes: int = 256 * 1024
-    max_messages: int = 200_000
-    max_session_id_length: int = MAX_SESSION_ID_LENGTH
-
-
-DEFAULT_LIMITS = Limits()
-
-
-def check_session_id(session_id: object, limits: Limits = DEFAULT_LIMITS) -> str:
-    return _check_id(session_id, "session id", InvalidSessionIdError, limits)
-
-
-def check_user_id(user_id: object, limits: Limits = DEFAULT_LIMITS) -> str:
-    return _check_id(user_id, "user id", InvalidInputError, limits)
-
-
-def check_expected_version(expected_version: object) -> int | None:
-    if expected_version is None:
-        return None
-    if type(expected_version) is not int or expected_version < 0:
-        raise InvalidInputError(
-            f"expected_version must be a non-negative int or None, not {expected_version!r}"
-        )
-    return expected_version
-
-
-def check_write(
-    session_id: object, expected_version: object, user_id: object, limits: Limits
-) -> int | None:
-    """The common arguments of save and append; returns the expected version."""
-    check_session_id(session_id, limits)
-    if user_id is not None:
-        check_user_id(user_id, limits)
-    return check_expected_version(expected_version)
-
-
-def _check_id(value: object, what: str, error: type[InvalidInputError], limits: Limits) -> str:
-    if not isinstance(value, str):
-        raise error(f"{what} must be a string, not {type(value).__name__}")
-    if not value:
-        raise error(f"{what} must not be empty")
-    if len(value) > limits.max_session_id_length:
-        raise error(
-            f"{what} is {len(value)} characters; the limit is {limits.max_session_id_length}"
-        )
-    problem = text_problem(value)
-    if problem:
-        raise error(f"{what} {problem}")
-    return value
-
-
-def check_summary_input(text: object, covers_until: object, token_count: object) -> str:
-    if not isinstance(text, str):
-        raise InvalidInputError(f"summary text must be a string, not {type(text).__name__}")
-    problem = text_problem(text)
-    if problem:
-        raise InvalidInputError(f"summary text {problem}")
-    if type(covers_until) is not int or covers_until < -1:
-        raise InvalidInputError(f"covers_until must be an int >= -1, not {covers_until!r}")
-    if token_count is not None and (type(token_count) is not int or token_count < 0):
-        raise InvalidInputError(f"token_count must be a non-negative int, not {token_count!r}")
-    return text
-
-
-def coerce_messages(messages: object, limits: Limits = DEFAULT_LIMITS) -> list[Message]:
-    """Turn the caller's list into validated Messages, or raise before anything is written."""
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-        raise InvalidMessageError(
-            f"messages must be a list of Message, not {type(messages).__name__}"
-        )
-    if len(messages) > limits.max_messages:
-        raise InvalidMessageError(
-            f"{len(messages)} messages exceed the limit of {limits.max_messages} per session"
-        )
-    if all(type(item) is Message for item in messages):
-        return list(messages)  # the common case, checked at C speed
-    result: list[Message] = []
-    for position, item in enumerate(messages):
-        if isinstance(item, Message):
-            result.append(item)
-        elif isinstance(item, Mapping):
-            result.append(Message.parse(item, position=position))
-        else:
-            raise InvalidMessageError(
-                f"expected a Message or a mapping, got {type(item).__name__}", position=position
-            )
-    return result
-
-
-def check_new_message(message: Message, position: int, limits: Limits = DEFAULT_LIMITS) -> None:
-    """Checks for a message about to be written.
-
-    Messages built with the constructor are already valid; this also catches ones built
-    with ``model_construct`` and enforces the size limit, which is a storage setting.
-    """
-    if message.role not in ROLES:
-        raise InvalidMessageError(f"unknown role {message.role!r}", position=position)
-    for field_name in ("content", "turn_id", "name"):
-        value = getattr(message, field_name)
-        if value is None and field_name != "content":
-            continue
-        if not isinstance(value, str):
-            raise InvalidMessageError(
-                f"{field_name} must be a string, not {type(value).__name__}", position=position
-            )
-        problem = text_problem(value)
-        if problem:
-            raise InvalidMessageError(f"{field_name} {problem}", position=position)
-    stamp = message.timestamp
-    if stamp is not None and (stamp.tzinfo is None or stamp.utcoffset() is None):
-        raise InvalidMessageError("timestamp must be timezone-aware", position=position)
-    if not isinstance(message.metadata, dict):
-        raise InvalidMessageError("metadata must be a mapping", position=position)
-    if message.metadata:
-        problem = json_problem(message.metadata)
-        if problem:
-            raise InvalidMessageError(f"metadata {problem}", position=position)
-    if utf8_size_exceeds(message.content, limits.max_message_bytes):
-        raise MessageTooLargeError(
-            f"content is larger than the limit of {limits.max_message_bytes} bytes",
-            position=position,
-        )
-
-
-def message_digests(messages: Sequence[Message], limits: Limits = DEFAULT_LIMITS) -> list[bytes]:
-    """Each message's digest; a message that cannot be serialized gets a precise error."""
-    try:
-        return [digest_of(message) for message in messages]
-    except (TypeError, ValueError, AttributeError):
-        pass  # find which message failed, and why
-    digests: list[bytes] = []
-    for position, message in enumerate(messages):
-        try:
-            digests.append(digest_of(message))
-        except (TypeError, ValueError, AttributeError) as error:
-            check_new_message(message, position, limits)  # raises the precise reason
-            raise InvalidMessageError(
-                f"cannot be serialized: {error}", position=position
-            ) from error
-    return digests

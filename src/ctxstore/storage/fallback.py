@@ -1,16 +1,19 @@
 """FallbackStorage: keep answering while the primary is down, lose nothing acknowledged.
 
-When the primary raises StorageUnavailableError, the call goes to the secondary and the
-session is recorded.  Every later call first checks (at most every ``probe_interval``
-seconds) whether the primary answers again; when it does, each recorded session is
-reconciled into it before the primary serves again:
+A router over two Stores: each call goes to the primary; when it raises
+StorageUnavailableError the call goes to the secondary and the session (or user) is
+recorded.  Both sides are Stores, so they apply the same rules in the same order: a
+value the secondary accepts, the primary accepts too.  Every later call first checks
+(at most every ``probe_interval`` seconds) whether the primary answers again; when it
+does, each recorded session is reconciled into it before the primary serves again:
 
-- written during the outage: the secondary's messages are merged into the primary with
-  a version check.  If the primary holds what the secondary extended, the secondary's
-  list is saved; if the primary moved on meanwhile (another worker kept reaching it),
-  the messages only the secondary has are appended after the primary's, so neither
-  side's acknowledged messages are lost and newer primary data is never overwritten;
-- deleted during the outage: deleted in the primary too.
+- messages written during the outage are merged with a version check.  If the primary
+  holds what the secondary extended, the secondary's list is saved; if the primary moved
+  on meanwhile (another worker kept reaching it), the messages only the secondary has
+  are appended after the primary's, so neither side's acknowledged messages are lost
+  and newer primary data is never overwritten;
+- a session deleted during the outage is deleted in the primary too;
+- a consultation state, summary or profile written during the outage is copied over.
 
 The recorded sessions live in this process: with a secondary that survives a restart
 (Redis), call ``reconcile(session_ids)`` after one.  The degraded state is observable:
@@ -21,17 +24,32 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
-from ctxstore.models import Message
-from ctxstore.storage.base import AsyncClosing, ContextStorage, MessageInput
+from ctxstore.models import (
+    ConsultationState,
+    Message,
+    SessionSnapshot,
+    StateChange,
+    Summary,
+    UserProfile,
+    Versioned,
+)
+from ctxstore.storage.base import MessageInput, SessionReader
+from ctxstore.storage.knowledge import SessionKnowledge
+from ctxstore.storage.rules import Limits
+from ctxstore.storage.store import Store
+from ctxstore.tokens import TokenCounter
 
 logger = logging.getLogger("ctxstore.fallback")
 Result = TypeVar("Result")
 PROBE_SESSION = "__ctxstore_probe__"
+Written = Literal["saved", "deleted"]
 
 
 @dataclass
@@ -45,12 +63,15 @@ class FallbackStats:
     merged: int = 0
     reconcile_failures: int = 0
     #: What each session written during an outage still needs in the primary.
-    written: dict[str, Literal["saved", "deleted"]] = field(default_factory=dict)
+    written: dict[str, Written] = field(default_factory=dict)
+    #: Sessions whose state or summary, and users whose profile, changed during an outage.
+    documents: set[str] = field(default_factory=set)
+    profiles: set[str] = field(default_factory=set)
 
     @property
     def pending(self) -> set[str]:
         """Sessions the primary has yet to receive."""
-        return set(self.written)
+        return set(self.written) | self.documents
 
 
 @dataclass(frozen=True)
@@ -60,13 +81,13 @@ class ReconcileReport:
     failed: dict[str, str]
 
 
-class FallbackStorage(AsyncClosing):
-    """A ContextStorage over a primary (PostgreSQL) and a secondary (Redis, memory)."""
+class FallbackStorage:
+    """The whole storage contract over a primary (PostgreSQL) and a secondary (Redis, memory)."""
 
     def __init__(
         self,
-        primary: ContextStorage,
-        secondary: ContextStorage,
+        primary: Store,
+        secondary: Store,
         *,
         probe_interval: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
@@ -84,11 +105,39 @@ class FallbackStorage(AsyncClosing):
         """True while calls go to the secondary."""
         return self._degraded_since is not None
 
+    @property
+    def active(self) -> Store:
+        return self.secondary if self.degraded else self.primary
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self.primary.token_counter
+
+    @property
+    def limits(self) -> Limits:
+        return self.primary.limits
+
+    @property
+    def knowledge(self) -> SessionKnowledge:
+        """What the side now serving knows (a hint for ContextManager's versions)."""
+        return self.active.knowledge
+
     async def close(self) -> None:
         await self.primary.close()
         await self.secondary.close()
 
-    # -- the contract -----------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- messages -----------------------------------------------------------------------
 
     async def save(
         self,
@@ -98,39 +147,125 @@ class FallbackStorage(AsyncClosing):
         expected_version: int | None = None,
         user_id: str | None = None,
     ) -> int:
-        async def on(storage: ContextStorage) -> int:
-            return await storage.save(
+        return await self._call(
+            lambda store: store.save(
                 session_id, messages, expected_version=expected_version, user_id=user_id
-            )
+            ),
+            session=session_id,
+            written="saved",
+        )
 
-        return await self._call(session_id, on, written="saved")
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        return await self._call(
+            lambda store: store.append(
+                session_id, messages, expected_version=expected_version, user_id=user_id
+            ),
+            session=session_id,
+            written="saved",
+        )
 
     async def load(self, session_id: str) -> list[Message]:
-        async def on(storage: ContextStorage) -> list[Message]:
-            return await storage.load(session_id)
+        return await self._call(lambda store: store.load(session_id))
 
-        return await self._call(session_id, on)
+    async def version(self, session_id: str) -> int:
+        return await self._call(lambda store: store.version(session_id))
 
     async def delete(self, session_id: str) -> None:
-        async def on(storage: ContextStorage) -> None:
-            await storage.delete(session_id)
-
-        await self._call(session_id, on, written="deleted")
+        await self._call(
+            lambda store: store.delete(session_id), session=session_id, written="deleted"
+        )
 
     async def exists(self, session_id: str) -> bool:
-        async def on(storage: ContextStorage) -> bool:
-            return await storage.exists(session_id)
+        return await self._call(lambda store: store.exists(session_id))
 
-        return await self._call(session_id, on)
+    # -- documents --------------------------------------------------------------------------
+
+    async def save_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        covers_until: int,
+        token_count: int | None = None,
+        expected_version: int | None = None,
+    ) -> Summary:
+        return await self._call(
+            lambda store: store.save_summary(
+                session_id,
+                text,
+                covers_until=covers_until,
+                token_count=token_count,
+                expected_version=expected_version,
+            ),
+            document=session_id,
+        )
+
+    async def load_summary(
+        self, session_id: str, summary_version: int | None = None
+    ) -> Summary | None:
+        return await self._call(lambda store: store.load_summary(session_id, summary_version))
+
+    async def save_state(
+        self,
+        session_id: str,
+        state: ConsultationState | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        return await self._call(
+            lambda store: store.save_state(session_id, state, expected_version=expected_version),
+            document=session_id,
+        )
+
+    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
+        return await self._call(lambda store: store.load_state(session_id))
+
+    async def state_history(self, session_id: str) -> list[StateChange]:
+        return await self._call(lambda store: store.state_history(session_id))
+
+    async def save_profile(
+        self,
+        user_id: str,
+        profile: UserProfile | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        return await self._call(
+            lambda store: store.save_profile(user_id, profile, expected_version=expected_version),
+            profile=user_id,
+        )
+
+    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        return await self._call(lambda store: store.load_profile(user_id))
+
+    async def snapshot(self, session_id: str) -> SessionSnapshot:
+        return await self._call(lambda store: store.snapshot(session_id))
+
+    @asynccontextmanager
+    async def reader(self, session_id: str) -> AsyncIterator[SessionReader]:
+        """The serving side's reader (chosen when it is opened)."""
+        async with AsyncExitStack() as stack:
+            yield await self._call(
+                lambda store: stack.enter_async_context(store.reader(session_id))
+            )
 
     # -- routing ----------------------------------------------------------------------
 
     async def _call(
         self,
-        session_id: str,
-        action: Callable[[ContextStorage], Awaitable[Result]],
+        action: Callable[[Store], Awaitable[Result]],
         *,
-        written: Literal["saved", "deleted"] | None = None,
+        session: str | None = None,
+        written: Written | None = None,
+        document: str | None = None,
+        profile: str | None = None,
     ) -> Result:
         if self.degraded:
             await self._maybe_recover()
@@ -141,8 +276,12 @@ class FallbackStorage(AsyncClosing):
                 self._enter_degraded(error)
         self.stats.degraded_calls += 1
         result = await action(self.secondary)
-        if written is not None:
-            self.stats.written[session_id] = written
+        if session is not None and written is not None:
+            self.stats.written[session] = written
+        if document is not None:
+            self.stats.documents.add(document)
+        if profile is not None:
+            self.stats.profiles.add(profile)
         return result
 
     def _enter_degraded(self, error: CtxStoreError) -> None:
@@ -176,7 +315,9 @@ class FallbackStorage(AsyncClosing):
 
     async def reconcile(self, session_ids: Sequence[str] | None = None) -> ReconcileReport:
         """Bring the primary up to date with what the secondary acknowledged."""
-        pending = dict(self.stats.written)
+        pending: dict[str, Written | None] = dict(self.stats.written)
+        for session_id in self.stats.documents:
+            pending.setdefault(session_id, None)
         for session_id in session_ids or ():
             pending.setdefault(session_id, "saved")
         reconciled = merged = 0
@@ -185,8 +326,10 @@ class FallbackStorage(AsyncClosing):
             try:
                 if kind == "deleted":
                     await self.primary.delete(session_id)
-                else:
-                    merged += await self._reconcile_one(session_id)
+                elif kind == "saved":
+                    merged += await self._reconcile_messages(session_id)
+                if kind != "deleted" and session_id in self.stats.documents:
+                    await self._reconcile_documents(session_id)
             except CtxStoreError as error:
                 failed[session_id] = str(error)
                 self.stats.reconcile_failures += 1
@@ -194,16 +337,26 @@ class FallbackStorage(AsyncClosing):
                 continue
             reconciled += 1
             self.stats.written.pop(session_id, None)
+            self.stats.documents.discard(session_id)
+        for user_id in list(self.stats.profiles):
+            try:
+                found = await self.secondary.load_profile(user_id)
+                if found is not None:
+                    await self.primary.save_profile(user_id, found.value)
+            except CtxStoreError as error:
+                failed[f"profile {user_id}"] = str(error)
+                self.stats.reconcile_failures += 1
+                continue
+            self.stats.profiles.discard(user_id)
         self.stats.reconciled += reconciled
         self.stats.merged += merged
         return ReconcileReport(reconciled, merged, failed)
 
-    async def _reconcile_one(self, session_id: str, attempts: int = 5) -> int:
+    async def _reconcile_messages(self, session_id: str, attempts: int = 5) -> int:
         """Returns 1 when both sides had messages the other lacked (merged), else 0."""
         ours = await self.secondary.load(session_id)
-        version_of: Any = getattr(self.primary, "version", None)
         for _ in range(attempts):
-            version = await version_of(session_id) if version_of else None
+            version = await self.primary.version(session_id)
             theirs = await self.primary.load(session_id)
             common = _common_prefix(theirs, ours)
             if common == len(ours) and version:
@@ -218,6 +371,27 @@ class FallbackStorage(AsyncClosing):
                 continue  # the primary moved while we merged: merge again
             return was_merge
         raise ConflictError(f"session {session_id!r} kept changing while reconciling")
+
+    async def _reconcile_documents(self, session_id: str) -> None:
+        """The state and latest summary the secondary acknowledged, copied over."""
+        if not await self.primary.exists(session_id):
+            return  # nothing to attach them to (deleted meanwhile)
+        state = await self.secondary.load_state(session_id)
+        if state is not None:
+            await self.primary.save_state(session_id, state.value)
+        summary = await self.secondary.load_summary(session_id)
+        if summary is not None:
+            stored = await self.primary.load_summary(session_id)
+            if stored is None or (stored.text, stored.covers_until) != (
+                summary.text,
+                summary.covers_until,
+            ):
+                await self.primary.save_summary(
+                    session_id,
+                    summary.text,
+                    covers_until=summary.covers_until,
+                    token_count=summary.token_count,
+                )
 
 
 def _common_prefix(left: Sequence[Message], right: Sequence[Message]) -> int:

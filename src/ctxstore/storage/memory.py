@@ -1,17 +1,21 @@
-"""In-memory storage for tests and local development; same contract as PostgreSQL."""
+"""In-memory storage for tests and local development: the reference backend.
+
+Only stores and fetches: every input rule is applied by Store (storage/store.py) before a
+hook here runs, and the rules that depend on stored data raise the errors rules.py builds.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
 
-from ctxstore.errors import ConflictError, InvalidInputError, SessionNotFoundError
+from ctxstore.errors import SessionNotFoundError
 from ctxstore.models import (
+    EMPTY_METADATA,
     ConsultationState,
     Message,
     SessionSnapshot,
@@ -20,22 +24,11 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
-from ctxstore.storage.base import (
-    DEFAULT_LIMITS,
-    NEW_SESSION,
-    AsyncClosing,
-    Limits,
-    MessageInput,
-    SessionHead,
-    StoredMessage,
-    check_expected_version,
-    check_new_message,
-    check_session_id,
-    check_summary_input,
-    check_user_id,
-    check_write,
-    coerce_messages,
-)
+from ctxstore.storage import rules
+from ctxstore.storage.base import SessionHead, StoredMessage
+from ctxstore.storage.knowledge import Known
+from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
+from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
 
 
@@ -55,31 +48,36 @@ class _Session:
     history: list[StateChange] = field(default_factory=list)
 
 
-class MemoryStorage(AsyncClosing):
-    """Sessions in a dict behind an asyncio lock: the reference implementation.
+def _copies(messages: list[Message]) -> list[Message]:
+    # Messages are frozen but their metadata dicts are not (except the shared read-only
+    # empty one): callers never share ours.
+    return [
+        message if message.metadata is EMPTY_METADATA else message.model_copy(deep=True)
+        for message in messages
+    ]
+
+
+class MemoryStorage(Store):
+    """Sessions in a dict behind an asyncio lock.
 
     Every operation runs under one lock, so each is atomic and the version checks are
-    exact.  ``ttl_seconds`` bounds how long an untouched session lives, so a long-running
-    dev server cannot leak memory; expired sessions behave as missing and are swept on
-    write.  Stored values are deep copies: a caller mutating its objects later changes
-    nothing here.
+    exact.  ``ttl`` bounds how long an untouched session lives, so a long-running dev
+    server cannot leak memory; expired sessions behave as missing and are swept on write.
     """
 
     def __init__(
         self,
         *,
-        ttl_seconds: float | None = None,
+        ttl: timedelta | None = None,
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.monotonic,
         token_counter: TokenCounter | None = None,
     ) -> None:
+        super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
         self._sessions: dict[str, _Session] = {}
         self._profiles: dict[str, Versioned[UserProfile]] = {}
         self._lock = asyncio.Lock()
-        self._ttl = ttl_seconds
-        self._limits = limits
         self._clock = clock
-        self.token_counter = token_counter or TokenCounter()
 
     async def close(self) -> None:
         async with self._lock:
@@ -99,27 +97,33 @@ class MemoryStorage(AsyncClosing):
         return entry
 
     def _sweep(self) -> None:
-        if self._ttl is None:
+        if self.ttl is None:
             return
         now = self._clock()
         for key in [k for k, e in self._sessions.items() if e.expires_at and e.expires_at <= now]:
             del self._sessions[key]
 
     def _expiry(self) -> float | None:
-        return self._clock() + self._ttl if self._ttl is not None else None
+        return self._clock() + self.ttl.total_seconds() if self.ttl is not None else None
 
-    @staticmethod
-    def _check_version(session_id: str, current: int, expected: int | None) -> None:
+    def _writable(self, session_id: str, expected: int | None) -> _Session:
+        """The live session (created when missing) once the version check passed."""
+        self._sweep()
+        entry = self._live(session_id)
+        current = entry.version if entry else NEW_SESSION
         if expected is not None and expected != current:
-            raise ConflictError.stale(
-                f"session {session_id!r}", current, expected, session_id=session_id
-            )
+            raise rules.stale_session(session_id, current, expected)
+        if entry is None:
+            entry = _Session(messages=[], version=0, expires_at=None)
+            self._sessions[session_id] = entry
+        return entry
 
-    def _validated(self, messages: Sequence[MessageInput], offset: int = 0) -> list[Message]:
-        validated = coerce_messages(messages, self._limits)
-        for position, message in enumerate(validated):
-            check_new_message(message, offset + position, self._limits)
-        return [message.model_copy(deep=True) for message in validated]
+    def _wrote(self, entry: _Session, user_id: str | None) -> int:
+        entry.version += 1
+        entry.expires_at = self._expiry()
+        if user_id is not None:
+            entry.user_id = user_id
+        return entry.version
 
     def _existing(self, session_id: str) -> _Session:
         entry = self._live(session_id)
@@ -129,106 +133,76 @@ class MemoryStorage(AsyncClosing):
 
     # -- messages -------------------------------------------------------------------------
 
-    async def save(
+    async def _save(
         self,
         session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None = None,
-        user_id: str | None = None,
+        messages: list[Message],
+        known: Known | None,
+        expected: int | None,
+        user_id: str | None,
     ) -> int:
-        expected = check_write(session_id, expected_version, user_id, self._limits)
-        stored = self._validated(messages)
+        stored = _copies(messages)
         async with self._lock:
-            self._sweep()
-            entry = self._live(session_id)
-            self._check_version(session_id, entry.version if entry else NEW_SESSION, expected)
-            if entry is None:
-                entry = _Session(messages=[], version=0, expires_at=None)
-                self._sessions[session_id] = entry
+            entry = self._writable(session_id, expected)
             entry.messages = stored
-            entry.version += 1
-            entry.expires_at = self._expiry()
-            if user_id is not None:
-                entry.user_id = user_id
-            return entry.version
+            return self._wrote(entry, user_id)
 
-    async def append(
-        self,
-        session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None = None,
-        user_id: str | None = None,
+    async def _append(
+        self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
     ) -> int:
-        expected = check_write(session_id, expected_version, user_id, self._limits)
+        added = _copies(messages)
         async with self._lock:
-            self._sweep()
-            entry = self._live(session_id)
-            self._check_version(session_id, entry.version if entry else NEW_SESSION, expected)
-            added = self._validated(messages, len(entry.messages) if entry else 0)
-            if len(added) + (len(entry.messages) if entry else 0) > self._limits.max_messages:
-                raise InvalidInputError(f"more than {self._limits.max_messages} messages")
-            if entry is None:
-                entry = _Session(messages=[], version=0, expires_at=None)
-                self._sessions[session_id] = entry
-            entry.messages.extend(added)
-            entry.version += 1
-            entry.expires_at = self._expiry()
-            if user_id is not None:
-                entry.user_id = user_id
-            return entry.version
+            live = self._live(session_id)
+            rules.check_message_count(len(added), self.limits, len(live.messages) if live else 0)
+            entry = self._writable(session_id, expected)
+            entry.messages = [*entry.messages, *added]
+            return self._wrote(entry, user_id)
 
-    async def load(self, session_id: str) -> list[Message]:
-        check_session_id(session_id, self._limits)
+    async def _load(self, session_id: str) -> list[Message]:
         async with self._lock:
             entry = self._live(session_id)
-            if entry is None:
-                return []
-            return [message.model_copy(deep=True) for message in entry.messages]
+            return _copies(entry.messages) if entry is not None else []
 
-    async def version(self, session_id: str) -> int:
-        check_session_id(session_id, self._limits)
+    async def _version(self, session_id: str) -> int:
         async with self._lock:
             entry = self._live(session_id)
             return entry.version if entry else 0
 
-    async def delete(self, session_id: str) -> None:
-        check_session_id(session_id, self._limits)
+    async def _delete(self, session_id: str) -> None:
         async with self._lock:
             self._sessions.pop(session_id, None)
 
-    async def exists(self, session_id: str) -> bool:
-        check_session_id(session_id, self._limits)
+    async def _exists(self, session_id: str) -> bool:
         async with self._lock:
             return self._live(session_id) is not None
 
     # -- summaries --------------------------------------------------------------------------
 
-    async def save_summary(
+    async def _save_summary(
         self,
         session_id: str,
         text: str,
-        *,
         covers_until: int,
-        token_count: int | None = None,
-        expected_version: int | None = None,
+        token_count: int | None,
+        expected: int | None,
     ) -> Summary:
-        check_session_id(session_id, self._limits)
-        check_summary_input(text, covers_until, token_count)
-        expected = check_expected_version(expected_version)
         async with self._lock:
-            entry = self._existing(session_id)
-            latest = entry.summaries[-1].summary_version if entry.summaries else 0
-            if expected is not None and expected != latest:
-                raise ConflictError.stale(
-                    f"summary of {session_id!r}", latest, expected, session_id=session_id
+            entry = self._live(session_id)
+            latest = entry.summaries[-1].summary_version if entry and entry.summaries else 0
+            count = len(entry.messages) if entry is not None else None
+            if (
+                entry is None
+                or (expected is not None and expected != latest)
+                or (covers_until >= len(entry.messages))
+            ):
+                rules.refuse_summary(
+                    session_id,
+                    message_count=count,
+                    latest=latest,
+                    covers_until=covers_until,
+                    expected=expected,
                 )
-            if covers_until >= len(entry.messages):
-                raise InvalidInputError(
-                    f"covers_until {covers_until} is past the session's "
-                    f"{len(entry.messages)} messages"
-                )
+                raise AssertionError("refuse_summary raises")  # pragma: no cover
             summary = Summary(
                 summary_version=latest + 1,
                 text=text,
@@ -239,10 +213,7 @@ class MemoryStorage(AsyncClosing):
             entry.summaries.append(summary)
             return summary
 
-    async def load_summary(
-        self, session_id: str, summary_version: int | None = None
-    ) -> Summary | None:
-        check_session_id(session_id, self._limits)
+    async def _load_summary(self, session_id: str, summary_version: int | None) -> Summary | None:
         async with self._lock:
             entry = self._live(session_id)
             if entry is None or not entry.summaries:
@@ -256,28 +227,21 @@ class MemoryStorage(AsyncClosing):
 
     # -- consultation state -----------------------------------------------------------------
 
-    async def save_state(
-        self,
-        session_id: str,
-        state: ConsultationState | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
+    async def _save_state(
+        self, session_id: str, state: ConsultationState, expected: int | None
     ) -> int:
-        check_session_id(session_id, self._limits)
-        parsed: ConsultationState = ConsultationState.parse(state)
-        expected = check_expected_version(expected_version)
         async with self._lock:
             entry = self._existing(session_id)
             current = entry.state.version if entry.state else 0
-            self._check_version(session_id, current, expected)
+            if expected is not None and expected != current:
+                raise rules.stale_state(session_id, current, expected)
             now = _now()
-            stored = parsed.model_copy(deep=True)
+            stored = state.model_copy(deep=True)
             entry.state = Versioned(stored, current + 1, now)
             entry.history.append(StateChange(current + 1, stored.model_copy(deep=True), now))
             return current + 1
 
-    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
-        check_session_id(session_id, self._limits)
+    async def _load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
         async with self._lock:
             entry = self._live(session_id)
             if entry is None or entry.state is None:
@@ -285,34 +249,23 @@ class MemoryStorage(AsyncClosing):
             state = entry.state
             return Versioned(state.value.model_copy(deep=True), state.version, state.updated_at)
 
-    async def state_history(self, session_id: str) -> list[StateChange]:
-        check_session_id(session_id, self._limits)
+    async def _state_history(self, session_id: str) -> list[StateChange]:
         async with self._lock:
             entry = self._live(session_id)
             return list(entry.history) if entry else []
 
     # -- user profiles ----------------------------------------------------------------------
 
-    async def save_profile(
-        self,
-        user_id: str,
-        profile: UserProfile | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> int:
-        check_user_id(user_id, self._limits)
-        parsed: UserProfile = UserProfile.parse(profile)
-        expected = check_expected_version(expected_version)
+    async def _save_profile(self, user_id: str, profile: UserProfile, expected: int | None) -> int:
         async with self._lock:
             current = self._profiles.get(user_id)
             version = current.version if current else 0
             if expected is not None and expected != version:
-                raise ConflictError.stale(f"profile of {user_id!r}", version, expected)
-            self._profiles[user_id] = Versioned(parsed.model_copy(deep=True), version + 1, _now())
+                raise rules.stale_profile(user_id, version, expected)
+            self._profiles[user_id] = Versioned(profile.model_copy(deep=True), version + 1, _now())
             return version + 1
 
-    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
-        check_user_id(user_id, self._limits)
+    async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         async with self._lock:
             current = self._profiles.get(user_id)
             if current is None:
@@ -324,9 +277,8 @@ class MemoryStorage(AsyncClosing):
     # -- context assembly ------------------------------------------------------------------
 
     @asynccontextmanager
-    async def reader(self, session_id: str) -> AsyncIterator[MemorySessionReader]:
+    async def _reader(self, session_id: str) -> AsyncIterator[MemorySessionReader]:
         """Reads on a snapshot of the session taken on entry."""
-        check_session_id(session_id, self._limits)
         async with self._lock:
             entry = self._live(session_id)
             snapshot = (
@@ -347,8 +299,7 @@ class MemoryStorage(AsyncClosing):
 
     # -- snapshot -----------------------------------------------------------------------------
 
-    async def snapshot(self, session_id: str) -> SessionSnapshot:
-        check_session_id(session_id, self._limits)
+    async def _snapshot(self, session_id: str) -> SessionSnapshot:
         async with self._lock:
             entry = self._live(session_id)
             if entry is None:
@@ -359,7 +310,7 @@ class MemoryStorage(AsyncClosing):
                 exists=True,
                 version=entry.version,
                 user_id=entry.user_id,
-                messages=[message.model_copy(deep=True) for message in entry.messages],
+                messages=_copies(entry.messages),
                 summary=entry.summaries[-1] if entry.summaries else None,
                 state=entry.state.value.model_copy(deep=True) if entry.state else None,
                 state_version=entry.state.version if entry.state else 0,
@@ -414,6 +365,7 @@ class MemorySessionReader:
                 position,
                 messages[position].model_copy(deep=True),
                 self._counter.message_cost(messages[position]),
+                self._counter.encoding_name,
             )
             for position in positions
         ]

@@ -1,0 +1,111 @@
+"""What a store last knew of each session, in one object.
+
+Every backend records here the version it last read or wrote for a session
+(``ContextManager`` appends at that version).  PostgreSQL also records the stored
+message count, the content hash, a hasher that has consumed every stored digest, and
+the very Message objects it stored: a later save of any list that starts with those
+same objects (the loaded ``History``, ``history + [q, a]``, ``[*history, q, a]``) is
+recognised without hashing the stored part again, so it costs the new messages only.
+
+Only ever a hint: the database re-checks count and hash in the statement that writes,
+so a stale entry costs one slower save, never correctness.  Three operations change it:
+``after_load``, ``after_write`` and ``forget``.  Bounded: least recently used sessions
+go first, and at most ``max_messages`` message references are kept in all.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxstore.models import EMPTY_METADATA, Message, digest_of
+
+Hasher = Any  # hashlib's HASH object (not importable for annotations)
+
+
+@dataclass(frozen=True)
+class Known:
+    """One session as this process last saw it stored."""
+
+    version: int
+    #: Stored message count and content hash (None: not known).
+    count: int | None = None
+    content_hash: bytes | None = None
+    #: A sha256 that has consumed every stored digest, to extend the hash by new ones.
+    hasher: Hasher | None = None
+    #: The stored messages themselves, to recognise a list that extends them.
+    messages: tuple[Message, ...] | None = None
+    #: (position, digest) of stored messages whose metadata (a mutable dict) must be re-checked.
+    metadata_digests: tuple[tuple[int, bytes], ...] = ()
+
+
+class SessionKnowledge:
+    def __init__(self, capacity: int = 10_000, max_messages: int = 200_000) -> None:
+        self._entries: OrderedDict[str, Known] = OrderedDict()
+        self._capacity = capacity
+        self._max_messages = max_messages
+        self._held = 0  # message references held by all entries
+
+    def get(self, session_id: str) -> Known | None:
+        entry = self._entries.get(session_id)
+        if entry is not None:
+            self._entries.move_to_end(session_id)
+        return entry
+
+    def version(self, session_id: str) -> int | None:
+        """The version this process last saw for the session (None: unknown)."""
+        entry = self._entries.get(session_id)
+        return entry.version if entry is not None else None
+
+    def after_load(self, session_id: str, known: Known) -> None:
+        self._put(session_id, known)
+
+    def after_write(self, session_id: str, known: Known) -> None:
+        self._put(session_id, known)
+
+    def forget(self, session_id: str) -> None:
+        entry = self._entries.pop(session_id, None)
+        if entry is not None and entry.messages is not None:
+            self._held -= len(entry.messages)
+
+    def stored_prefix(self, session_id: str, messages: object) -> Known | None:
+        """The entry when ``messages`` starts with exactly the stored messages, else None.
+
+        Same objects compare at C speed (list equality checks identity first); messages
+        with metadata are re-hashed, since their dict may have been changed in place.
+        """
+        entry = self.get(session_id)
+        if entry is None or entry.messages is None or not isinstance(messages, list | tuple):
+            return None
+        stored = entry.messages
+        if len(messages) < len(stored) or tuple(messages[: len(stored)]) != stored:
+            return None
+        for position, digest in entry.metadata_digests:
+            if digest_of(stored[position]) != digest:
+                return None
+        return entry
+
+    def _put(self, session_id: str, known: Known) -> None:
+        self.forget(session_id)
+        held = len(known.messages) if known.messages is not None else 0
+        if held > self._max_messages:  # too long to keep: the hash still helps
+            known = Known(known.version, known.count, known.content_hash, known.hasher)
+            held = 0
+        self._held += held
+        self._entries[session_id] = known
+        while len(self._entries) > self._capacity or self._held > self._max_messages:
+            self.forget(next(iter(self._entries)))
+
+
+def metadata_digests(
+    messages: Sequence[Message], digests: Sequence[bytes], first: int = 0
+) -> tuple[tuple[int, bytes], ...]:
+    """(position, digest) of the messages whose metadata could change in place."""
+    return tuple(
+        (first + offset, digest)
+        for offset, (message, digest) in enumerate(zip(messages, digests, strict=True))
+        # an empty dict of the caller's can be filled later; only the shared one can't
+        if message.metadata is not EMPTY_METADATA
+    )

@@ -1,0 +1,69 @@
+"""SessionReader on PostgreSQL: one REPEATABLE READ, read-only transaction."""
+
+from __future__ import annotations
+
+from ctxstore.formats.messages import rows_to_messages
+from ctxstore.models import ConsultationState, Message, Summary, UserProfile, Versioned
+from ctxstore.storage.base import SessionHead, StoredMessage
+from ctxstore.storage.postgres import rows, sql
+from ctxstore.storage.postgres.statement import Driver
+
+
+class PostgresSessionReader:
+    def __init__(self, driver: Driver, session_id: str, encoding: str) -> None:
+        self._driver = driver
+        self.session_id = session_id
+        #: Stored counts in another encoding are not used as this one's.
+        self._encoding = encoding
+
+    async def head(self) -> SessionHead:
+        row = await sql.SESSION_HEAD.fetchrow(self._driver, sid=self.session_id)
+        if row is None:
+            return SessionHead(False, 0, 0, None, None)
+        return SessionHead(
+            True, int(row["version"]), int(row["message_count"]), row["created_at"], row["user_id"]
+        )
+
+    async def latest_summary(self) -> Summary | None:
+        row = await sql.LATEST_SUMMARY.fetchrow(self._driver, sid=self.session_id)
+        return rows.summary_from_row(row, self.session_id) if row is not None else None
+
+    async def state(self) -> Versioned[ConsultationState] | None:
+        row = await sql.CURRENT_STATE.fetchrow(self._driver, sid=self.session_id)
+        return rows.state_from_row(row, self.session_id) if row is not None else None
+
+    async def profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        row = await sql.CURRENT_PROFILE.fetchrow(self._driver, user_id=user_id)
+        return rows.profile_from_row(row, user_id) if row is not None else None
+
+    async def newest(
+        self, before: int, limit: int, token_budget: int | None = None
+    ) -> list[StoredMessage]:
+        if token_budget is None:
+            found = await sql.NEWEST.fetch(
+                self._driver, sid=self.session_id, before=before, limit=limit
+            )
+        else:
+            found = await sql.NEWEST_WITHIN.fetch(
+                self._driver,
+                sid=self.session_id,
+                before=before,
+                limit=limit,
+                budget=token_budget,
+                encoding=self._encoding,
+            )
+        messages = rows_to_messages(found, session_id=self.session_id)
+        return [
+            StoredMessage(row["seq"], message, row["token_count"], row["token_encoding"])
+            for row, message in zip(found, messages, strict=True)
+        ]
+
+    async def span(self, start: int, stop: int) -> list[Message]:
+        found = await sql.SPAN.fetch(self._driver, sid=self.session_id, start=start, stop=stop)
+        return rows_to_messages(found, session_id=self.session_id)
+
+    async def token_total(self, after: int) -> tuple[int, int]:
+        row = await sql.TOKEN_TOTAL.fetchrow(
+            self._driver, sid=self.session_id, after=after, encoding=self._encoding
+        )
+        return int(row["messages"]), int(row["tokens"])

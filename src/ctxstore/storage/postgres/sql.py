@@ -1,0 +1,551 @@
+"""Every SQL statement of the PostgreSQL backend, named, in one style.
+
+Column lists come from db/tables.py: a new ``messages`` column is written by every
+statement that writes messages once it has an entry in rows.MESSAGE_VALUES.  Each
+version check sits in the WHERE clause (or a key constraint) of the statement that
+writes, so PostgreSQL enforces it; when a statement returns no row, a ``*_FACTS`` read
+only explains why.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.dialects import postgresql
+
+from ctxstore.db.tables import (
+    consultation_states,
+    messages,
+    summaries,
+    user_profiles,
+)
+from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER
+from ctxstore.storage.postgres.statement import Statement
+
+_DIALECT = postgresql.dialect()  # type: ignore[no-untyped-call]
+
+# A session past its expires_at behaves as missing: reads skip it, writes purge it first.
+LIVE = "(s.expires_at IS NULL OR s.expires_at > now())"
+_LIVE_SESSION = f"EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND {LIVE})"
+
+# -- messages: the columns --------------------------------------------------------------------
+
+#: Every column a message write fills, from the table (session_id and seq come apart).
+MESSAGE_WRITE_COLUMNS = tuple(c.name for c in messages.c if c.name not in ("session_id", "seq"))
+_unknown = set(MESSAGE_COLUMN_ORDER) - set(messages.c.keys())
+assert not _unknown, f"formats read columns messages doesn't have: {_unknown}"
+
+_READ = ", ".join(f"m.{name}" for name in MESSAGE_COLUMN_ORDER)
+_READ_WITH_COUNTS = f"{_READ}, m.token_count, m.token_encoding"
+
+
+def _new_messages() -> str:
+    """unnest() of the new messages: one typed array parameter per column, ``:new_<column>``,
+    plus ``:new_seq`` (offsets 0, 1, ... from where the write starts)."""
+    arrays = ["(:new_seq)::int[]"]
+    for name in MESSAGE_WRITE_COLUMNS:
+        column_type = messages.c[name].type.compile(dialect=_DIALECT)
+        arrays.append(f"(:new_{name})::{column_type}[]")
+    names = ", ".join(("seq", *MESSAGE_WRITE_COLUMNS))
+    return f"unnest({', '.join(arrays)}) AS m({names})"
+
+
+def _insert_messages(start: str, source: str = "", where: str = "") -> str:
+    """INSERT of the new messages at positions ``start`` + offset."""
+    columns = ", ".join(MESSAGE_WRITE_COLUMNS)
+    values = ", ".join(f"m.{name}" for name in MESSAGE_WRITE_COLUMNS)
+    return f"""
+    INSERT INTO messages (session_id, seq, {columns})
+    SELECT :sid, {start} + m.seq, {values}
+      FROM {source}{_new_messages()}
+    {where}"""
+
+
+# -- messages: reads ---------------------------------------------------------------------------
+
+# Session state and every message in one statement: one snapshot, one round trip.
+# A session without messages yields one row whose message columns are NULL.
+LOAD_SESSION = Statement(
+    "load session",
+    f"""
+SELECT {_READ}, s.message_count, s.content_hash, s.version
+  FROM sessions AS s
+  LEFT JOIN messages AS m ON m.session_id = s.session_id
+ WHERE s.session_id = :sid AND {LIVE}
+ ORDER BY m.seq""",
+)
+
+SESSION_VERSION = Statement(
+    "session version",
+    f"SELECT version FROM sessions AS s WHERE session_id = :sid AND {LIVE}",
+)
+
+# Why an append wrote nothing: expired, too many messages, or another version.
+SESSION_FACTS = Statement(
+    "session facts",
+    f"""
+SELECT version, message_count, NOT {LIVE} AS expired
+  FROM sessions AS s WHERE session_id = :sid""",
+)
+
+# -- messages: writes ---------------------------------------------------------------------------
+
+# save()'s fast path.  Append the new messages only if the session still holds exactly
+# the list the caller extended (:known_count messages with :known_hash) and, when given,
+# is at :expected.  Under READ COMMITTED a concurrent save makes the UPDATE re-check its
+# WHERE against the new row version, so a lost race returns no row and writes nothing;
+# the caller then takes the locked path.
+APPEND_IF_UNCHANGED = Statement(
+    "append if unchanged",
+    f"""
+WITH updated AS (
+    UPDATE sessions AS s
+       SET message_count = :new_count, content_hash = :new_hash, version = version + 1,
+           updated_at = now(), user_id = coalesce(:user_id, user_id),
+           expires_at = now() + (:ttl)::interval, turn_count = turn_count + :turns,
+           first_activity_at = coalesce((:first_ts)::timestamptz, first_activity_at),
+           last_activity_at = coalesce((:last_ts)::timestamptz, now())
+     WHERE session_id = :sid AND message_count = :known_count AND content_hash = :known_hash
+       AND ((:expected)::bigint IS NULL OR version = :expected) AND {LIVE}
+ RETURNING version
+), inserted AS ({_insert_messages(":known_count", where="WHERE EXISTS (SELECT FROM updated)")}
+)
+SELECT version FROM updated""",
+)
+
+# append(): the session row hands out the positions (its message_count), under its row
+# lock, so concurrent appends never collide or leave gaps.  The content hash: of the new
+# messages alone (:added_hash) when nothing was stored, else :extended_hash (the hash
+# this process knew, :known_hash for :known_count messages, extended by the new ones) if
+# that knowledge was right, else NULL (the next save recomputes it from the digests).
+# Analytics: :turns user messages among the new ones, :first_ts/:last_ts the first and
+# last new message's time (the server's when they have none).
+_EXTEND_SESSION = """
+       expires_at = now() + (:ttl)::interval,
+       turn_count = s.turn_count + :turns,
+       first_activity_at = CASE WHEN s.message_count = 0
+                                THEN coalesce((:first_ts)::timestamptz, now())
+                                ELSE s.first_activity_at END,
+       last_activity_at = coalesce((:last_ts)::timestamptz, now()),
+       message_count = s.message_count + :added,
+       content_hash = CASE WHEN s.message_count = 0 THEN (:added_hash)::bytea
+                           WHEN s.message_count = :known_count AND s.content_hash = :known_hash
+                           THEN (:extended_hash)::bytea END,
+       version = s.version + 1,
+       user_id = coalesce(:user_id, s.user_id),
+       updated_at = now()"""
+
+_NEW_SESSION = """
+INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version,
+                           expires_at, turn_count, first_activity_at, last_activity_at)
+VALUES (:sid, :user_id, :added, :added_hash, 1, now() + (:ttl)::interval, :turns,
+        coalesce((:first_ts)::timestamptz, now()), coalesce((:last_ts)::timestamptz, now()))"""
+
+# Within the limit on messages per session, and live; else no row (SESSION_FACTS says why).
+_FITS = f"s.message_count + :added <= :max_messages AND {LIVE}"
+
+
+def _append(target: str) -> Statement:
+    return Statement(
+        "append",
+        f"""
+WITH target AS ({target}),
+inserted AS ({_insert_messages("t.start", source="target AS t, ")})
+SELECT start, version FROM target""",
+    )
+
+
+APPEND = _append(f"""{_NEW_SESSION}
+    ON CONFLICT (session_id) DO UPDATE SET {_EXTEND_SESSION}
+     WHERE {_FITS}
+    RETURNING s.message_count - :added AS start, s.version""")
+
+# expected_version = 0: only if the session does not exist yet.
+APPEND_TO_NEW = _append(f"""{_NEW_SESSION}
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING 0 AS start, s.version""")
+
+APPEND_AT_VERSION = _append(f"""
+    UPDATE sessions AS s SET {_EXTEND_SESSION}
+     WHERE s.session_id = :sid AND s.version = :expected AND {_FITS}
+    RETURNING s.message_count - :added AS start, s.version""")
+
+PURGE_IF_EXPIRED = Statement(
+    "purge if expired",
+    "DELETE FROM sessions WHERE session_id = :sid AND expires_at <= now() RETURNING 1",
+)
+
+# The locked save (general path): one transaction around these.
+LOCK_SESSION = Statement(
+    "lock session",
+    """
+SELECT message_count, content_hash, version FROM sessions
+ WHERE session_id = :sid AND ((:expected)::bigint IS NULL OR version = :expected)
+   FOR UPDATE""",
+)
+
+CREATE_SESSION = Statement(
+    "create session",
+    """
+INSERT INTO sessions (session_id, content_hash, expires_at)
+VALUES (:sid, :empty_hash, now() + (:ttl)::interval)
+ON CONFLICT (session_id) DO NOTHING
+RETURNING message_count, content_hash, version""",
+)
+
+ANY_SESSION_VERSION = Statement(
+    "any session version", "SELECT version FROM sessions WHERE session_id = :sid"
+)
+
+STORED_DIGESTS = Statement(
+    "stored digests",
+    "SELECT seq, digest, metadata FROM messages WHERE session_id = :sid ORDER BY seq",
+)
+
+DELETE_FROM_POSITION = Statement(
+    "delete from position", "DELETE FROM messages WHERE session_id = :sid AND seq >= :start"
+)
+
+INSERT_MESSAGES = Statement("insert messages", _insert_messages(":start"))
+
+FINISH_SAVE = Statement(
+    "finish save",
+    """
+UPDATE sessions
+   SET message_count = :count, content_hash = :hash, version = version + 1,
+       updated_at = now(), user_id = coalesce(:user_id, user_id),
+       expires_at = now() + (:ttl)::interval, turn_count = :turns,
+       first_activity_at = coalesce((:first_ts)::timestamptz, first_activity_at),
+       last_activity_at = coalesce((:last_ts)::timestamptz, now())
+ WHERE session_id = :sid AND version = :old
+RETURNING version""",
+)
+
+# Everything session-scoped goes with the row (ON DELETE CASCADE); the profile stays.
+DELETE_SESSION = Statement("delete session", "DELETE FROM sessions WHERE session_id = :sid")
+
+# -- expiry -----------------------------------------------------------------------------------
+
+# purge-expired: one batch; SKIP LOCKED leaves sessions being written to the next run.
+PURGE_EXPIRED_BATCH = Statement(
+    "purge expired batch",
+    """
+WITH doomed AS (
+    SELECT session_id FROM sessions
+     WHERE expires_at <= now()
+     ORDER BY expires_at
+     LIMIT :batch_size
+       FOR UPDATE SKIP LOCKED
+)
+DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
+RETURNING s.message_count""",
+)
+
+COUNT_EXPIRED = Statement(
+    "count expired", "SELECT count(*) FROM sessions WHERE expires_at <= now()"
+)
+
+# -- summaries --------------------------------------------------------------------------------
+
+_SUMMARY_READ = ", ".join(c.name for c in summaries.c if c.name != "session_id")
+
+# The next version is max + 1, computed by the INSERT; two concurrent writers collide on
+# the primary key (session_id, summary_version), and the loser gets ConflictError.
+INSERT_SUMMARY = Statement(
+    "insert summary",
+    f"""
+INSERT INTO summaries AS new (session_id, summary_version, text, covers_until, token_count,
+                              format_version)
+SELECT s.session_id, latest.version + 1, :text, :covers_until, :token_count, :format_version
+  FROM sessions AS s,
+       LATERAL (SELECT coalesce(max(summary_version), 0) AS version
+                  FROM summaries WHERE session_id = :sid) AS latest
+ WHERE s.session_id = :sid
+   AND {LIVE}
+   AND s.message_count > :covers_until
+   AND ((:expected)::int IS NULL OR latest.version = :expected)
+RETURNING {", ".join(f"new.{name}" for name in _SUMMARY_READ.split(", "))}""",
+)
+
+SUMMARY_FACTS = Statement(
+    "summary facts",
+    f"""
+SELECT s.message_count,
+       (SELECT coalesce(max(summary_version), 0) FROM summaries WHERE session_id = :sid)
+         AS latest
+  FROM sessions AS s WHERE s.session_id = :sid AND {LIVE}""",
+)
+
+LATEST_SUMMARY = Statement(
+    "latest summary",
+    f"""
+SELECT {_SUMMARY_READ} FROM summaries
+ WHERE session_id = :sid AND {_LIVE_SESSION} ORDER BY summary_version DESC LIMIT 1""",
+)
+
+SUMMARY_AT = Statement(
+    "summary at",
+    f"""
+SELECT {_SUMMARY_READ} FROM summaries
+ WHERE session_id = :sid AND summary_version = :summary_version AND {_LIVE_SESSION}""",
+)
+
+# -- consultation state -----------------------------------------------------------------------
+
+#: The state's typed columns, the document and its format: rows.state_values fills them.
+STATE_COLUMNS = tuple(
+    c.name for c in consultation_states.c if c.name not in ("session_id", "version", "updated_at")
+)
+_STATE_LIST = ", ".join(STATE_COLUMNS)
+_STATE_VALUES = ", ".join(f":{name}" for name in STATE_COLUMNS)
+_STATE_EXCLUDED = ", ".join(f"{name} = EXCLUDED.{name}" for name in STATE_COLUMNS)
+
+
+def _state_write(name: str, target: str) -> Statement:
+    """The write of a state version: ``target`` (a CTE) plus its history row, one statement."""
+    return Statement(
+        name,
+        f"""
+WITH target AS ({target}),
+history AS (
+    INSERT INTO consultation_state_history (session_id, version, {_STATE_LIST}, created_at)
+    SELECT :sid, t.version, {_STATE_VALUES}, t.updated_at FROM target AS t
+)
+SELECT version, updated_at FROM target""",
+    )
+
+
+# Any version wins; the first write of a session's state inserts version 1.
+UPSERT_STATE = _state_write(
+    "upsert state",
+    f"""
+    INSERT INTO consultation_states AS c (session_id, version, {_STATE_LIST})
+    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
+     WHERE s.session_id = :sid AND {LIVE}
+    ON CONFLICT (session_id) DO UPDATE
+       SET version = c.version + 1, {_STATE_EXCLUDED}, updated_at = now()
+    RETURNING c.version, c.updated_at""",
+)
+
+# expected_version = 0: only when no state exists yet.
+INSERT_FIRST_STATE = _state_write(
+    "insert first state",
+    f"""
+    INSERT INTO consultation_states (session_id, version, {_STATE_LIST})
+    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
+     WHERE s.session_id = :sid AND {LIVE}
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING version, updated_at""",
+)
+
+UPDATE_STATE_AT = _state_write(
+    "update state at version",
+    f"""
+    UPDATE consultation_states
+       SET version = version + 1, ({_STATE_LIST}) = ({_STATE_VALUES}), updated_at = now()
+     WHERE session_id = :sid AND version = :expected AND {_LIVE_SESSION}
+    RETURNING version, updated_at""",
+)
+
+STATE_FACTS = Statement(
+    "state facts",
+    f"""
+SELECT (SELECT version FROM consultation_states WHERE session_id = :sid) AS version
+  FROM sessions AS s WHERE session_id = :sid AND {LIVE}""",
+)
+
+CURRENT_STATE = Statement(
+    "current state",
+    f"""
+SELECT document, format_version, version, updated_at
+  FROM consultation_states WHERE session_id = :sid AND {_LIVE_SESSION}""",
+)
+
+STATE_HISTORY = Statement(
+    "state history",
+    f"""
+SELECT document, format_version, version, created_at AS updated_at
+  FROM consultation_state_history WHERE session_id = :sid AND {_LIVE_SESSION}
+ ORDER BY version""",
+)
+
+# -- user profiles --------------------------------------------------------------------------
+
+#: The profile's typed columns, document and format: rows.profile_values fills them.
+PROFILE_COLUMNS = tuple(
+    c.name
+    for c in user_profiles.c
+    if c.name not in ("user_id", "version", "created_at", "updated_at")
+)
+_PROFILE_LIST = ", ".join(PROFILE_COLUMNS)
+_PROFILE_VALUES = ", ".join(f":{name}" for name in PROFILE_COLUMNS)
+_PROFILE_EXCLUDED = ", ".join(f"{name} = EXCLUDED.{name}" for name in PROFILE_COLUMNS)
+
+UPSERT_PROFILE = Statement(
+    "upsert profile",
+    f"""
+INSERT INTO user_profiles AS p (user_id, version, {_PROFILE_LIST})
+VALUES (:user_id, 1, {_PROFILE_VALUES})
+ON CONFLICT (user_id) DO UPDATE
+   SET version = p.version + 1, {_PROFILE_EXCLUDED}, updated_at = now()
+RETURNING version""",
+)
+
+INSERT_FIRST_PROFILE = Statement(
+    "insert first profile",
+    f"""
+INSERT INTO user_profiles (user_id, version, {_PROFILE_LIST})
+VALUES (:user_id, 1, {_PROFILE_VALUES})
+ON CONFLICT (user_id) DO NOTHING
+RETURNING version""",
+)
+
+UPDATE_PROFILE_AT = Statement(
+    "update profile at version",
+    f"""
+UPDATE user_profiles
+   SET version = version + 1, ({_PROFILE_LIST}) = ({_PROFILE_VALUES}), updated_at = now()
+ WHERE user_id = :user_id AND version = :expected
+RETURNING version""",
+)
+
+PROFILE_VERSION = Statement(
+    "profile version", "SELECT version FROM user_profiles WHERE user_id = :user_id"
+)
+
+CURRENT_PROFILE = Statement(
+    "current profile",
+    """
+SELECT document, format_version, version, updated_at FROM user_profiles
+ WHERE user_id = :user_id""",
+)
+
+# -- whole sessions and context reads ----------------------------------------------------------
+
+SESSION_HEAD = Statement(
+    "session head",
+    f"""
+SELECT version, message_count, created_at, user_id FROM sessions AS s
+ WHERE session_id = :sid AND {LIVE}""",
+)
+
+# A backward range scan of the primary key: reads only the rows the window takes.
+NEWEST = Statement(
+    "newest messages",
+    f"""
+SELECT {_READ_WITH_COUNTS} FROM messages AS m
+ WHERE session_id = :sid AND seq < :before
+ ORDER BY seq DESC LIMIT :limit""",
+)
+
+# The same, cut after the first message whose stored count no longer fits :budget: the
+# window sum streams over the backward index scan, so at most :limit rows are read, and
+# only the ones the window needs are sent.  Counts in another encoding than the reader's
+# (and uncounted older messages) count as 0 here; the caller counts them and asks for
+# more if it must.
+NEWEST_WITHIN = Statement(
+    "newest messages within a budget",
+    f"""
+SELECT {", ".join((*MESSAGE_COLUMN_ORDER, "token_count", "token_encoding"))} FROM (
+    SELECT {_READ_WITH_COUNTS},
+           sum(m.usable) OVER (ORDER BY m.seq DESC) - m.usable AS before_me
+      FROM (SELECT *, CASE WHEN token_encoding = :encoding THEN token_count ELSE 0 END
+                      AS usable
+              FROM messages
+             WHERE session_id = :sid AND seq < :before
+             ORDER BY seq DESC LIMIT :limit) AS m
+) AS window_rows
+ WHERE before_me < :budget
+ ORDER BY seq DESC""",
+)
+
+SPAN = Statement(
+    "message span",
+    f"""
+SELECT {_READ} FROM messages AS m
+ WHERE session_id = :sid AND seq >= :start AND seq < :stop
+ ORDER BY seq""",
+)
+
+# Messages without a usable count (older formats, another encoding) are estimated from
+# their length: a trigger threshold, not a budget, depends on this.
+TOKEN_TOTAL = Statement(
+    "token total",
+    """
+SELECT count(*) AS messages,
+       coalesce(sum(CASE WHEN token_encoding = :encoding THEN token_count
+                         ELSE char_length(content) + 16 END), 0) AS tokens
+  FROM messages WHERE session_id = :sid AND seq > :after""",
+)
+
+# -- rewriting rows in the current format (upgrade-data, write-back on load) --------------------
+
+LEGACY_MESSAGES_OF_SESSION = Statement(
+    "legacy messages of a session",
+    f"""
+SELECT s.version AS session_version, {_READ}
+  FROM sessions AS s JOIN messages AS m ON m.session_id = s.session_id
+ WHERE s.session_id = :sid AND m.format_version <> :current
+ ORDER BY m.seq""",
+)
+
+# The optimistic check and the row lock: only if nobody wrote since the read.  The hash
+# becomes unknown (digests change with the format); the next save recomputes it.
+CLAIM_SESSION = Statement(
+    "claim session",
+    """
+UPDATE sessions SET content_hash = NULL
+ WHERE session_id = :sid AND version = :version
+RETURNING 1""",
+)
+
+# :new_seq holds absolute positions here (see rows.new_message_arrays).
+REWRITE_MESSAGES = Statement(
+    "rewrite messages",
+    f"""
+UPDATE messages AS t
+   SET ({", ".join(MESSAGE_WRITE_COLUMNS)}) = ({", ".join(f"m.{c}" for c in MESSAGE_WRITE_COLUMNS)})
+  FROM {_new_messages()}
+ WHERE t.session_id = :sid AND t.seq = m.seq""",
+)
+
+SESSIONS_WITH_LEGACY_MESSAGES = Statement(
+    "sessions with legacy messages",
+    """
+SELECT DISTINCT session_id FROM messages WHERE format_version <> :current
+ ORDER BY session_id""",
+)
+
+COUNT_LEGACY_MESSAGES = Statement(
+    "count legacy messages", "SELECT count(*) FROM messages WHERE format_version <> :current"
+)
+
+
+def _legacy_states(table: str) -> Statement:
+    return Statement(
+        f"legacy rows of {table}",
+        f"""
+SELECT session_id, version, document, format_version FROM {table}
+ WHERE format_version <> :current AND (session_id, version) > (:after_session, :after_version)
+ ORDER BY session_id, version LIMIT :batch_size""",
+    )
+
+
+def _rewrite_state(table: str) -> Statement:
+    return Statement(
+        f"rewrite a row of {table}",
+        f"""
+UPDATE {table} SET ({_STATE_LIST}) = ({_STATE_VALUES})
+ WHERE session_id = :sid AND version = :version AND format_version = :old_format""",
+    )
+
+
+def _count_legacy_states(table: str) -> Statement:
+    return Statement(
+        f"count legacy rows of {table}",
+        f"SELECT count(*) FROM {table} WHERE format_version <> :current",
+    )
+
+
+STATE_TABLES = ("consultation_states", "consultation_state_history")
+LEGACY_STATES = {table: _legacy_states(table) for table in STATE_TABLES}
+REWRITE_STATE = {table: _rewrite_state(table) for table in STATE_TABLES}
+COUNT_LEGACY_STATES = {table: _count_legacy_states(table) for table in STATE_TABLES}

@@ -1,0 +1,584 @@
+"""PostgreSQL backend: one row per message, delta writes, versions checked by PostgreSQL."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import URL
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from ctxstore.db.engine import EngineSettings, create_engine
+from ctxstore.db.errors import translated
+from ctxstore.errors import (
+    CorruptDataError,
+    StorageTimeoutError,
+    StorageUnavailableError,
+)
+from ctxstore.formats.messages import rows_to_messages
+from ctxstore.models import (
+    MESSAGE_FORMAT,
+    ConsultationState,
+    Message,
+    SessionSnapshot,
+    StateChange,
+    Summary,
+    UserProfile,
+    Versioned,
+    full_digest,
+)
+from ctxstore.storage import rules
+from ctxstore.storage.history import History
+from ctxstore.storage.knowledge import Known, metadata_digests
+from ctxstore.storage.postgres import documents, rows, sql
+from ctxstore.storage.postgres.connection import Connections
+from ctxstore.storage.postgres.reader import PostgresSessionReader
+from ctxstore.storage.postgres.rewrite import write_back_messages
+from ctxstore.storage.postgres.statement import Driver
+from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
+from ctxstore.storage.store import Store
+from ctxstore.tokens import TokenCounter
+
+Hasher = Any  # hashlib's HASH object
+
+
+def _prefix_and_total_hash(digests: Sequence[bytes], prefix: int) -> tuple[bytes, Hasher]:
+    """Content hash of ``digests[:prefix]``, and a hasher that has taken all of them."""
+    hasher = hashlib.sha256(b"".join(digests[:prefix]))
+    prefix_hash = hasher.digest()
+    hasher.update(b"".join(digests[prefix:]))
+    return prefix_hash, hasher
+
+
+class PostgresStorage(Store):
+    """The storage contract on PostgreSQL, via SQLAlchemy's pool and asyncpg.
+
+    ``save`` keeps full-overwrite semantics but writes only the difference.  The sessions
+    row holds a hash of the stored list, so "same messages plus a new turn" is recognised
+    without reading the stored messages back:
+
+    - when this process knows the session (storage/knowledge.py) and the list starts with
+      what is stored, the new messages are appended by one conditional statement;
+    - otherwise (or when another writer got there first) one transaction locks the
+      session row, compares hashes, and inserts the delta.  An edited or truncated
+      history reads the stored 32-byte digests (never the messages) to find where the
+      lists part, then rewrites from there.
+
+    Every accepted write bumps the session's version; ``expected_version`` is checked by
+    PostgreSQL in the WHERE of the statement that locks or updates the row.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        ttl: timedelta | None = None,
+        token_counter: TokenCounter | None = None,
+        owns_engine: bool = False,
+        upgrade_on_load: bool = False,
+        operation_timeout: float = 30.0,
+    ) -> None:
+        """``upgrade_on_load``: rows found in an old format are written back upgraded
+        (only if the session is still at the version that was read)."""
+        super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
+        self._connections = Connections(engine, operation_timeout)
+        self._owns_engine = owns_engine
+        self._upgrade_on_load = upgrade_on_load
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str | URL,
+        *,
+        settings: EngineSettings | None = None,
+        **options: Any,
+    ) -> PostgresStorage:
+        """A storage with its own engine (closed by ``close()``); options as the constructor."""
+        return cls(create_engine(url, settings), owns_engine=True, **options)
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self._connections.engine
+
+    @property
+    def operation_timeout(self) -> float:
+        return self._connections.operation_timeout
+
+    @operation_timeout.setter
+    def operation_timeout(self, seconds: float) -> None:
+        self._connections.operation_timeout = seconds
+
+    @property
+    def read_retries(self) -> int:
+        """Reads retried after their connection died (observable)."""
+        return self._connections.read_retries
+
+    async def close(self) -> None:
+        """Dispose of the engine when this storage created it; a shared one stays open."""
+        if self._owns_engine:
+            with translated("close"):
+                await self.engine.dispose()
+
+    def driver(self) -> AbstractAsyncContextManager[Driver]:
+        """The raw asyncpg connection of a pooled connection, for maintenance commands."""
+        return self._connections.driver()
+
+    # -- save ---------------------------------------------------------------------------------
+
+    async def _save(
+        self,
+        session_id: str,
+        messages: list[Message],
+        known: Known | None,
+        expected: int | None,
+        user_id: str | None,
+    ) -> int:
+        if known is not None and known.hasher is not None and expected != NEW_SESSION:
+            version = await self._save_extension(session_id, messages, known, expected, user_id)
+            if version is not None:
+                return version
+        digests = rows.digests_of(messages, self.limits)
+        entry = self.knowledge.get(session_id)
+        if (
+            entry is not None
+            and entry.count is not None
+            and entry.content_hash is not None
+            and entry.count <= len(messages)
+            and expected != NEW_SESSION
+        ):
+            prefix_hash, hasher = _prefix_and_total_hash(digests, entry.count)
+            if prefix_hash == entry.content_hash:
+                new = rows.Batch(
+                    messages[entry.count :],
+                    digests[entry.count :],
+                    self._costs(messages[entry.count :]),
+                    self.token_counter.encoding_name,
+                )
+                async with self._connections.call("save") as driver:
+                    version = await self._append_if_unchanged(
+                        driver, session_id, entry, messages, new, hasher, expected, user_id
+                    )
+                if version is not None:
+                    self.knowledge.after_write(
+                        session_id, rows.known_after_write(version, messages, digests, hasher)
+                    )
+                    return version
+        self.knowledge.forget(session_id)
+        async with self._connections.call("save") as driver, driver.transaction():
+            version, hasher = await self._save_locked(
+                driver, session_id, messages, digests, expected, user_id
+            )
+        self.knowledge.after_write(
+            session_id, rows.known_after_write(version, messages, digests, hasher)
+        )
+        return version
+
+    async def _save_extension(
+        self,
+        session_id: str,
+        messages: list[Message],
+        known: Known,
+        expected: int | None,
+        user_id: str | None,
+    ) -> int | None:
+        """A list that starts with exactly the stored messages: O(new messages).
+
+        None when the general path must decide (the session changed meanwhile).
+        """
+        count = known.count or 0
+        assert known.hasher is not None  # checked by the caller
+        added = messages[count:]
+        new = rows.batch(added, self.token_counter, self.limits)
+        hasher = known.hasher.copy()
+        hasher.update(b"".join(new.digests))
+        async with self._connections.call("save") as driver:
+            version = await self._append_if_unchanged(
+                driver, session_id, known, messages, new, hasher, expected, user_id
+            )
+        if version is None:
+            return None
+        self.knowledge.after_write(
+            session_id,
+            Known(
+                version,
+                len(messages),
+                hasher.digest(),
+                hasher,
+                tuple(messages),
+                known.metadata_digests + metadata_digests(added, new.digests, count),
+            ),
+        )
+        return version
+
+    async def _append_if_unchanged(
+        self,
+        driver: Driver,
+        session_id: str,
+        known: Known,
+        whole: Sequence[Message],
+        new: rows.Batch,
+        hasher: Hasher,
+        expected: int | None,
+        user_id: str | None,
+    ) -> int | None:
+        """The new version, or None if the session moved on since ``known``."""
+        version = await sql.APPEND_IF_UNCHANGED.fetchval(
+            driver,
+            sid=session_id,
+            known_count=known.count,
+            known_hash=known.content_hash,
+            new_count=len(whole),
+            new_hash=hasher.digest(),
+            user_id=user_id,
+            expected=expected,
+            ttl=self.ttl,
+            **rows.activity(new.messages, whole),
+            **rows.new_message_arrays(new),
+        )
+        return int(version) if version is not None else None
+
+    async def _save_locked(
+        self,
+        driver: Driver,
+        session_id: str,
+        messages: list[Message],
+        digests: list[bytes],
+        expected: int | None,
+        user_id: str | None,
+    ) -> tuple[int, Hasher]:
+        """Write ``messages`` in ``driver``'s transaction; returns (version, hasher)."""
+        target = len(messages)
+        # An expired session is a missing one: its old content goes first.
+        await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
+        stored = None
+        if expected != NEW_SESSION:
+            stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=expected)
+        if stored is None:
+            if expected is not None and expected != NEW_SESSION:
+                raise rules.stale_session(
+                    session_id, await self._current(driver, session_id), expected
+                )
+            stored = await sql.CREATE_SESSION.fetchrow(
+                driver, sid=session_id, empty_hash=rows.EMPTY_HASH, ttl=self.ttl
+            )
+            if stored is None and expected == NEW_SESSION:
+                raise rules.stale_session(
+                    session_id, await self._current(driver, session_id), expected
+                )
+        if stored is None:  # created concurrently: wait for its lock like any other save
+            stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=None)
+        stored_count = stored["message_count"]
+        prefix_hash, hasher = _prefix_and_total_hash(digests, min(stored_count, target))
+        if stored_count <= target and prefix_hash == stored["content_hash"]:
+            start = stored_count  # same prefix, messages appended
+        else:
+            start = await self._first_difference(driver, session_id, digests, stored_count)
+            await sql.DELETE_FROM_POSITION.execute(driver, sid=session_id, start=start)
+        if start < target:
+            new = rows.Batch(
+                messages[start:],
+                digests[start:],
+                self._costs(messages[start:]),
+                self.token_counter.encoding_name,
+            )
+            await sql.INSERT_MESSAGES.execute(
+                driver, sid=session_id, start=start, **rows.new_message_arrays(new)
+            )
+        activity = rows.activity(messages, messages)
+        version = await sql.FINISH_SAVE.fetchval(
+            driver,
+            sid=session_id,
+            old=stored["version"],
+            count=target,
+            hash=hasher.digest(),
+            user_id=user_id,
+            ttl=self.ttl,
+            **activity,
+        )
+        return int(version), hasher
+
+    def _costs(self, messages: Sequence[Message]) -> list[int | None]:
+        return [self.token_counter.message_cost(message) for message in messages]
+
+    @staticmethod
+    async def _current(driver: Driver, session_id: str) -> int:
+        return int(await sql.ANY_SESSION_VERSION.fetchval(driver, sid=session_id) or 0)
+
+    @staticmethod
+    async def _first_difference(
+        driver: Driver, session_id: str, digests: list[bytes], stored_count: int
+    ) -> int:
+        limit = min(stored_count, len(digests))
+        for row in await sql.STORED_DIGESTS.fetch(driver, sid=session_id):
+            seq = row["seq"]
+            if seq >= limit or full_digest(row["digest"], row["metadata"]) != digests[seq]:
+                return int(min(seq, limit))
+        return limit
+
+    # -- append ---------------------------------------------------------------------------------
+
+    async def _append(
+        self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
+    ) -> int:
+        """One statement: the session row hands out the positions, so concurrent appends
+        never collide, and nothing stored is read."""
+        new = rows.batch(messages, self.token_counter, self.limits)
+        known = self.knowledge.get(session_id)
+        extended = None
+        if known is not None and known.hasher is not None:
+            extended = known.hasher.copy()
+            extended.update(b"".join(new.digests))
+        values = {
+            "sid": session_id,
+            "user_id": user_id,
+            "added": len(messages),
+            "added_hash": hashlib.sha256(b"".join(new.digests)).digest(),
+            "ttl": self.ttl,
+            **rows.activity(messages, messages),
+            **rows.new_message_arrays(new),
+        }
+        knowledge = {
+            "known_count": known.count if known else None,
+            "known_hash": known.content_hash if known else None,
+            "extended_hash": extended.digest() if extended is not None else None,
+            "max_messages": self.limits.max_messages,
+        }
+        async with self._connections.call("append") as driver:
+            for _attempt in range(2):
+                if expected is None:
+                    row = await sql.APPEND.fetchrow(driver, **values, **knowledge)
+                elif expected == NEW_SESSION:
+                    row = await sql.APPEND_TO_NEW.fetchrow(driver, **values)
+                else:
+                    row = await sql.APPEND_AT_VERSION.fetchrow(
+                        driver, **values, **knowledge, expected=expected
+                    )
+                if row is not None:
+                    break
+                facts = await sql.SESSION_FACTS.fetchrow(driver, sid=session_id)
+                if facts is not None and facts["expired"]:
+                    await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
+                    continue  # an expired session is a new one
+                if facts is not None:
+                    rules.check_message_count(len(messages), self.limits, facts["message_count"])
+                raise rules.stale_session(
+                    session_id, int(facts["version"]) if facts else 0, expected
+                )
+            else:
+                raise rules.stale_session(
+                    session_id, await self._current(driver, session_id), expected
+                )
+        start, version = int(row["start"]), int(row["version"])
+        if known is not None and extended is not None and start == known.count:
+            self.knowledge.after_write(
+                session_id,
+                Known(
+                    version,
+                    start + len(messages),
+                    extended.digest(),
+                    extended,
+                    known.messages + tuple(messages) if known.messages is not None else None,
+                    known.metadata_digests + metadata_digests(messages, new.digests, start),
+                ),
+            )
+        elif start == 0:
+            fresh = hashlib.sha256(b"".join(new.digests))
+            self.knowledge.after_write(
+                session_id, rows.known_after_write(version, messages, new.digests, fresh)
+            )
+        else:
+            self.knowledge.forget(session_id)
+        return version
+
+    # -- load, version, delete, exists ----------------------------------------------------------
+
+    async def _load(self, session_id: str) -> list[Message]:
+        found = await self._connections.read("load", "fetch", sql.LOAD_SESSION, sid=session_id)
+        messages = self._messages_from(found, session_id)
+        if self._upgrade_on_load and messages:
+            await self._write_back(session_id, found, messages)
+        return messages
+
+    async def _write_back(
+        self, session_id: str, found: Sequence[Any], loaded: list[Message]
+    ) -> None:
+        legacy = [
+            (position, loaded[position])
+            for position, row in enumerate(found)
+            if row["format_version"] != MESSAGE_FORMAT
+        ]
+        if not legacy:
+            return
+        async with self._connections.call("load (writing upgraded rows back)") as driver:
+            await write_back_messages(
+                driver, session_id, found[0]["version"], legacy, self.token_counter
+            )
+        self.knowledge.forget(session_id)
+
+    def _messages_from(self, found: Sequence[Any], session_id: str) -> History:
+        if not found:
+            self.knowledge.forget(session_id)
+            return History()
+        head = found[0]
+        expected, version = head["message_count"], int(head["version"])
+        if head["seq"] is None:  # the outer join found a session without messages
+            if expected:
+                raise CorruptDataError(
+                    f"session records {expected} messages but none are stored",
+                    session_id=session_id,
+                )
+            found = []
+        elif len(found) != expected or found[-1]["seq"] != expected - 1:
+            raise CorruptDataError(
+                f"session records {expected} messages but {len(found)} are stored "
+                "or their positions have gaps",
+                session_id=session_id,
+            )
+        loaded = History(rows_to_messages(found, session_id=session_id))
+        # Building thousands of objects: the collector would scan them all, for nothing
+        # (none of them is garbage yet).  Nothing here awaits, so the pause delays no one.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            known = rows.known_after_load(version, found, loaded, head["content_hash"])
+        finally:
+            if collecting:
+                gc.enable()
+        self.knowledge.after_load(session_id, known)
+        return loaded
+
+    async def _version(self, session_id: str) -> int:
+        current = await self._connections.read(
+            "version", "fetchval", sql.SESSION_VERSION, sid=session_id
+        )
+        return int(current or 0)
+
+    async def _delete(self, session_id: str) -> None:
+        async with self._connections.call("delete") as driver:
+            await sql.DELETE_SESSION.execute(driver, sid=session_id)
+
+    async def _exists(self, session_id: str) -> bool:
+        found = await self._connections.read(
+            "exists", "fetchval", sql.SESSION_VERSION, sid=session_id
+        )
+        return found is not None
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def _save_summary(
+        self,
+        session_id: str,
+        text: str,
+        covers_until: int,
+        token_count: int | None,
+        expected: int | None,
+    ) -> Summary:
+        async with self._connections.call("save_summary", conflict_on_duplicate=True) as driver:
+            return await documents.insert_summary(
+                driver, session_id, text, covers_until, token_count, expected
+            )
+
+    async def _load_summary(self, session_id: str, summary_version: int | None) -> Summary | None:
+        if summary_version is None:
+            row = await self._connections.read(
+                "load_summary", "fetchrow", sql.LATEST_SUMMARY, sid=session_id
+            )
+        else:
+            row = await self._connections.read(
+                "load_summary",
+                "fetchrow",
+                sql.SUMMARY_AT,
+                sid=session_id,
+                summary_version=summary_version,
+            )
+        return rows.summary_from_row(row, session_id) if row is not None else None
+
+    # -- consultation state -------------------------------------------------------------------
+
+    async def _save_state(
+        self, session_id: str, state: ConsultationState, expected: int | None
+    ) -> int:
+        async with self._connections.call("save_state", conflict_on_duplicate=True) as driver:
+            return await documents.write_state(driver, session_id, state, expected)
+
+    async def _load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
+        row = await self._connections.read(
+            "load_state", "fetchrow", sql.CURRENT_STATE, sid=session_id
+        )
+        return rows.state_from_row(row, session_id) if row is not None else None
+
+    async def _state_history(self, session_id: str) -> list[StateChange]:
+        found = await self._connections.read(
+            "state_history", "fetch", sql.STATE_HISTORY, sid=session_id
+        )
+        return [rows.state_change_from_row(row, session_id) for row in found]
+
+    # -- user profiles --------------------------------------------------------------------------
+
+    async def _save_profile(self, user_id: str, profile: UserProfile, expected: int | None) -> int:
+        async with self._connections.call("save_profile", conflict_on_duplicate=True) as driver:
+            return await documents.write_profile(driver, user_id, profile, expected)
+
+    async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        row = await self._connections.read(
+            "load_profile", "fetchrow", sql.CURRENT_PROFILE, user_id=user_id
+        )
+        return rows.profile_from_row(row, user_id) if row is not None else None
+
+    # -- context assembly and snapshots ------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _reader(self, session_id: str) -> AsyncIterator[PostgresSessionReader]:
+        """Reads on one snapshot: a REPEATABLE READ, read-only transaction."""
+        async with (
+            self._connections.call("reading the session") as driver,
+            driver.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            yield PostgresSessionReader(driver, session_id, self.token_counter.encoding_name)
+
+    async def _snapshot(self, session_id: str) -> SessionSnapshot:
+        """Everything of the session from one REPEATABLE READ, read-only transaction."""
+        try:
+            return await self._snapshot_once(session_id)
+        except StorageTimeoutError:
+            raise
+        except StorageUnavailableError:
+            self._connections.read_retries += 1  # a read: one more try on a fresh connection
+            return await self._snapshot_once(session_id)
+
+    async def _snapshot_once(self, session_id: str) -> SessionSnapshot:
+        async with (
+            self._connections.call("snapshot") as driver,
+            driver.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            head = await sql.SESSION_HEAD.fetchrow(driver, sid=session_id)
+            if head is None:
+                return SessionSnapshot(session_id, False, 0, None, [], None, None, 0, None, 0)
+            found = await sql.LOAD_SESSION.fetch(driver, sid=session_id)
+            summary = await sql.LATEST_SUMMARY.fetchrow(driver, sid=session_id)
+            state = await sql.CURRENT_STATE.fetchrow(driver, sid=session_id)
+            user_id = head["user_id"]
+            profile = (
+                await sql.CURRENT_PROFILE.fetchrow(driver, user_id=user_id)
+                if user_id is not None
+                else None
+            )
+        versioned_state = rows.state_from_row(state, session_id) if state else None
+        versioned_profile = rows.profile_from_row(profile, user_id) if profile else None
+        return SessionSnapshot(
+            session_id=session_id,
+            exists=True,
+            version=int(head["version"]),
+            user_id=user_id,
+            messages=self._messages_from(found, session_id),
+            summary=rows.summary_from_row(summary, session_id) if summary else None,
+            state=versioned_state.value if versioned_state else None,
+            state_version=versioned_state.version if versioned_state else 0,
+            profile=versioned_profile.value if versioned_profile else None,
+            profile_version=versioned_profile.version if versioned_profile else 0,
+        )

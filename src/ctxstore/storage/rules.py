@@ -1,0 +1,359 @@
+"""Every input rule of the storage contract, written once for every backend.
+
+`Store` (storage/store.py) applies these before a backend sees anything, always in the
+same order: session id, user id, expected version, then the payload (messages, summary,
+state or profile) and its sizes.  A value one backend accepts, every backend accepts;
+a value one rejects, all reject with the same error class, before anything is written.
+
+The rules that depend on what is stored (the version, the number of stored messages,
+what a summary may cover) are checked by each backend atomically with its write; the
+errors they raise are built here, so they read the same everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ctxstore.errors import (
+    ConflictError,
+    InputTooLargeError,
+    InvalidInputError,
+    InvalidMessageError,
+    InvalidSessionIdError,
+    MessageTooLargeError,
+    SessionNotFoundError,
+    TooManyMessagesError,
+)
+from ctxstore.models import ROLES, ConsultationState, Message, UserProfile
+from ctxstore.textcheck import text_problem, utf8_size_exceeds
+
+#: ``expected_version`` meaning "must not exist yet".
+NEW_SESSION = 0
+
+#: JSON numbers every peer reads exactly (Go's int64, PostgreSQL's jsonb, JavaScript's
+#: BigInt-free parsers read up to 2**53; int64 is what the Go service writes).
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Input limits shared by every backend, so all of them accept the same inputs."""
+
+    #: UTF-8 bytes of one message's content.
+    max_message_bytes: int = 256 * 1024
+    #: UTF-8 bytes of one message's metadata, serialized as compact JSON.
+    max_metadata_bytes: int = 64 * 1024
+    #: Characters of a message's ``turn_id`` and ``name``.
+    max_label_chars: int = 255
+    #: UTF-8 bytes of a summary's text.
+    max_summary_bytes: int = 256 * 1024
+    #: UTF-8 bytes of a consultation state or user profile, serialized as compact JSON.
+    max_document_bytes: int = 64 * 1024
+    #: Nesting of metadata and documents.
+    max_json_depth: int = 32
+    #: Messages in one session.
+    max_messages: int = 200_000
+    #: Characters of a session id or user id.
+    max_session_id_length: int = 255
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# -- identifiers and versions --------------------------------------------------------------
+
+
+def check_session_id(session_id: object, limits: Limits = DEFAULT_LIMITS) -> str:
+    return _check_id(session_id, "session id", InvalidSessionIdError, limits)
+
+
+def check_user_id(user_id: object, limits: Limits = DEFAULT_LIMITS) -> str:
+    return _check_id(user_id, "user id", InvalidInputError, limits)
+
+
+def _check_id(value: object, what: str, error: type[InvalidInputError], limits: Limits) -> str:
+    if not isinstance(value, str):
+        raise error(f"{what} must be a string, not {type(value).__name__}")
+    if not value:
+        raise error(f"{what} must not be empty")
+    if len(value) > limits.max_session_id_length:
+        raise error(
+            f"{what} is {len(value)} characters; the limit is {limits.max_session_id_length}"
+        )
+    problem = text_problem(value)
+    if problem:
+        raise error(f"{what} {problem}")
+    return value
+
+
+def check_expected_version(expected_version: object) -> int | None:
+    if expected_version is None:
+        return None
+    if type(expected_version) is not int or expected_version < 0:
+        raise InvalidInputError(
+            f"expected_version must be a non-negative int or None, not {expected_version!r}"
+        )
+    return expected_version
+
+
+def check_write(
+    session_id: object, expected_version: object, user_id: object, limits: Limits
+) -> int | None:
+    """The common arguments of every message write, in the rules' order."""
+    check_session_id(session_id, limits)
+    if user_id is not None:
+        check_user_id(user_id, limits)
+    return check_expected_version(expected_version)
+
+
+def check_ttl(ttl: object) -> timedelta | None:
+    if ttl is None:
+        return None
+    if not isinstance(ttl, timedelta) or ttl <= timedelta(0):
+        raise InvalidInputError(f"ttl must be a positive timedelta or None, not {ttl!r}")
+    return ttl
+
+
+# -- JSON values ---------------------------------------------------------------------------
+
+
+def json_problem(value: Any, max_depth: int, depth: int = 0, path: str = "$") -> str | None:
+    """Why ``value`` is not a JSON value every backend stores and returns unchanged.
+
+    Only JSON's own types: dict with string keys, list, str, bool, None, ints within
+    signed 64 bits and finite floats.  Tuples, sets, ranges and bytes would come back as
+    something else (or not at all), so they are refused everywhere.
+    """
+    if depth > max_depth:
+        return f"{path}: nested deeper than {max_depth} levels"
+    kind = type(value)
+    if kind is str:
+        problem = text_problem(value)
+        return f"{path}: {problem}" if problem else None
+    if value is None or kind is bool:
+        return None
+    if kind is int:
+        if not _INT_MIN <= value <= _INT_MAX:
+            return f"{path}: integer outside signed 64 bits"
+        return None
+    if kind is float:
+        return None if math.isfinite(value) else f"{path}: NaN and infinity are not JSON"
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return f"{path}: key {key!r} is not a string"
+            problem = text_problem(key)
+            if problem:
+                return f"{path}: key {problem}"
+            problem = json_problem(item, max_depth, depth + 1, f"{path}.{key}")
+            if problem:
+                return problem
+        return None
+    if kind is list:
+        for index, item in enumerate(value):
+            problem = json_problem(item, max_depth, depth + 1, f"{path}[{index}]")
+            if problem:
+                return problem
+        return None
+    return f"{path}: {kind.__name__} is not a JSON value"
+
+
+def json_bytes(value: Any) -> int:
+    """Size of ``value`` as compact UTF-8 JSON (what the limits count)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+# -- messages ------------------------------------------------------------------------------
+
+
+def coerce_messages(
+    messages: object, limits: Limits = DEFAULT_LIMITS, *, trusted: int = 0
+) -> list[Message]:
+    """The caller's list as checked Messages, or a ctxstore error before anything is written.
+
+    ``trusted``: the first ``trusted`` items are messages the backend knows it stored (the
+    very same objects, see SessionKnowledge.stored_prefix); they were checked when written.
+    """
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise InvalidMessageError(
+            f"messages must be a list of Message, not {type(messages).__name__}"
+        )
+    check_message_count(len(messages), limits)
+    result = list(messages)
+    for position in range(trusted, len(result)):
+        item = result[position]
+        if type(item) is not Message:
+            if isinstance(item, Message):
+                pass
+            elif isinstance(item, Mapping):
+                item = result[position] = Message.parse(item, position=position)
+            else:
+                raise InvalidMessageError(
+                    f"expected a Message or a mapping, got {type(item).__name__}",
+                    position=position,
+                )
+        check_message(item, position, limits)
+    return result
+
+
+def check_message_count(count: int, limits: Limits, stored: int = 0) -> None:
+    """A session may hold at most ``limits.max_messages`` (``stored`` + ``count``)."""
+    if stored + count > limits.max_messages:
+        held = f"{stored} stored and {count} new" if stored else str(count)
+        raise TooManyMessagesError(
+            f"{held} messages exceed the limit of {limits.max_messages} per session"
+        )
+
+
+def check_message(message: Message, position: int, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Everything about one message that a backend must never be asked to store.
+
+    Messages built with the constructor already passed most of this; it also catches ones
+    built with ``model_construct`` and enforces the size limits, which are settings.
+    """
+    if message.role not in ROLES:
+        raise InvalidMessageError(f"unknown role {message.role!r}", position=position)
+    for field_name in ("content", "turn_id", "name"):
+        value = getattr(message, field_name)
+        if value is None and field_name != "content":
+            continue
+        if type(value) is not str:
+            raise InvalidMessageError(
+                f"{field_name} must be a string, not {type(value).__name__}", position=position
+            )
+        problem = text_problem(value)
+        if problem:
+            raise InvalidMessageError(f"{field_name} {problem}", position=position)
+        if field_name != "content" and len(value) > limits.max_label_chars:
+            raise MessageTooLargeError(
+                f"{field_name} is {len(value)} characters; the limit is {limits.max_label_chars}",
+                position=position,
+            )
+    _check_timestamp(message.timestamp, position)
+    metadata = message.metadata
+    if type(metadata) is not dict and not isinstance(metadata, dict):
+        raise InvalidMessageError("metadata must be a mapping", position=position)
+    if metadata:
+        problem = json_problem(metadata, limits.max_json_depth)
+        if problem:
+            raise InvalidMessageError(f"metadata {problem}", position=position)
+        if json_bytes(metadata) > limits.max_metadata_bytes:
+            raise MessageTooLargeError(
+                f"metadata is larger than the limit of {limits.max_metadata_bytes} bytes",
+                position=position,
+            )
+    if utf8_size_exceeds(message.content, limits.max_message_bytes):
+        raise MessageTooLargeError(
+            f"content is larger than the limit of {limits.max_message_bytes} bytes",
+            position=position,
+        )
+
+
+def _check_timestamp(stamp: object, position: int) -> None:
+    if stamp is None:
+        return
+    if not isinstance(stamp, datetime):
+        raise InvalidMessageError("timestamp must be a datetime", position=position)
+    offset = stamp.utcoffset()
+    if offset is None:
+        raise InvalidMessageError("timestamp must be timezone-aware", position=position)
+    if offset % timedelta(seconds=1):
+        raise InvalidMessageError(
+            "timestamp's UTC offset must be a whole number of seconds", position=position
+        )
+    try:
+        stamp.astimezone(UTC)
+    except OverflowError as error:
+        raise InvalidMessageError(
+            f"timestamp {stamp.isoformat()} is outside years 1-9999 in UTC", position=position
+        ) from error
+
+
+# -- summaries and documents -----------------------------------------------------------------
+
+
+def check_summary(
+    text: object, covers_until: object, token_count: object, limits: Limits = DEFAULT_LIMITS
+) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"summary text must be a string, not {type(text).__name__}")
+    problem = text_problem(text)
+    if problem:
+        raise InvalidInputError(f"summary text {problem}")
+    if type(covers_until) is not int or covers_until < -1:
+        raise InvalidInputError(f"covers_until must be an int >= -1, not {covers_until!r}")
+    if token_count is not None and (type(token_count) is not int or token_count < 0):
+        raise InvalidInputError(f"token_count must be a non-negative int, not {token_count!r}")
+    if utf8_size_exceeds(text, limits.max_summary_bytes):
+        raise InputTooLargeError(
+            f"summary text is larger than the limit of {limits.max_summary_bytes} bytes"
+        )
+    return text
+
+
+def check_state(state: object, limits: Limits = DEFAULT_LIMITS) -> ConsultationState:
+    parsed: ConsultationState = ConsultationState.parse(state)
+    _check_document(parsed.document(), "ConsultationState", limits)
+    return parsed
+
+
+def check_profile(profile: object, limits: Limits = DEFAULT_LIMITS) -> UserProfile:
+    parsed: UserProfile = UserProfile.parse(profile)
+    _check_document(parsed.document(), "UserProfile", limits)
+    return parsed
+
+
+def _check_document(document: dict[str, Any], kind: str, limits: Limits) -> None:
+    problem = json_problem(document, limits.max_json_depth)
+    if problem:
+        raise InvalidInputError(f"{kind}: {problem}")
+    if json_bytes(document) > limits.max_document_bytes:
+        raise InputTooLargeError(
+            f"{kind} is larger than the limit of {limits.max_document_bytes} bytes"
+        )
+
+
+# -- rules that depend on what is stored -----------------------------------------------------
+
+
+def stale_session(session_id: str, current: int, expected: int | None) -> ConflictError:
+    return ConflictError.stale(f"session {session_id!r}", current, expected, session_id=session_id)
+
+
+def stale_summary(session_id: str, current: int, expected: int | None) -> ConflictError:
+    return ConflictError.stale(
+        f"summary of {session_id!r}", current, expected, session_id=session_id
+    )
+
+
+def stale_state(session_id: str, current: int, expected: int | None) -> ConflictError:
+    return ConflictError.stale(f"state of {session_id!r}", current, expected, session_id=session_id)
+
+
+def stale_profile(user_id: str, current: int, expected: int | None) -> ConflictError:
+    return ConflictError.stale(f"profile of {user_id!r}", current, expected)
+
+
+def refuse_summary(
+    session_id: str,
+    *,
+    message_count: int | None,
+    latest: int,
+    covers_until: int,
+    expected: int | None,
+) -> None:
+    """Raise why a summary can't be stored, in the one order every backend uses:
+    missing session, stale summary version, covers_until past the stored messages."""
+    if message_count is None:
+        raise SessionNotFoundError(session_id=session_id)
+    if expected is not None and expected != latest:
+        raise stale_summary(session_id, latest, expected)
+    if covers_until >= message_count:
+        raise InvalidInputError(
+            f"covers_until {covers_until} is past the session's {message_count} messages"
+        )

@@ -1,0 +1,296 @@
+"""Store: the public API every backend shares, with the rules applied once.
+
+Each public method checks its arguments with storage/rules.py, in the rules' order, and
+only then calls the backend's hook (the same name with a leading underscore) with
+validated values.  A backend implements the hooks and nothing else: it stores, fetches
+and enforces atomically what depends on stored data (versions, counts), raising the
+errors rules.py builds.  So MemoryStorage, PostgresStorage, RedisStorage and
+FallbackStorage accept and reject exactly the same inputs, the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Self
+
+from ctxstore.errors import ConflictError
+from ctxstore.models import (
+    ConsultationState,
+    Message,
+    SessionSnapshot,
+    StateChange,
+    Summary,
+    UserProfile,
+    Versioned,
+)
+from ctxstore.storage import rules
+from ctxstore.storage.base import MessageInput, SessionReader
+from ctxstore.storage.knowledge import Known, SessionKnowledge
+from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
+from ctxstore.tokens import TokenCounter
+
+
+class Store(ABC):
+    """A VersionedStorage whose public methods apply the rules, then call the backend."""
+
+    def __init__(
+        self,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        ttl: timedelta | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        self.limits = limits
+        #: Sessions expire this long after their last write (None: never).
+        self.ttl = rules.check_ttl(ttl)
+        #: Counts each message's contract cost when it is written; readers know its encoding.
+        self.token_counter = token_counter or TokenCounter()
+        #: What this process last knew of each session.
+        self.knowledge = SessionKnowledge()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- messages -------------------------------------------------------------------------------
+
+    async def save(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Replace the session's messages (atomically); the session's new version.
+
+        With ``expected_version`` only if the stored version equals it (``NEW_SESSION``:
+        must not exist yet), else ``ConflictError``; without it the last write wins.
+        """
+        expected = rules.check_write(session_id, expected_version, user_id, self.limits)
+        known = self.knowledge.stored_prefix(session_id, messages)
+        trusted = len(known.messages) if known is not None and known.messages else 0
+        checked = rules.coerce_messages(messages, self.limits, trusted=trusted)
+        async with self._forgetting_on_conflict(session_id):
+            version = await self._save(session_id, checked, known, expected, user_id)
+        self._saw(session_id, version)
+        return version
+
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Add messages after the stored ones, creating the session; the new version."""
+        expected = rules.check_write(session_id, expected_version, user_id, self.limits)
+        checked = rules.coerce_messages(messages, self.limits)
+        async with self._forgetting_on_conflict(session_id):
+            version = await self._append(session_id, checked, expected, user_id)
+        self._saw(session_id, version)
+        return version
+
+    async def load(self, session_id: str) -> list[Message]:
+        """Exactly what was saved; ``[]`` for a missing session."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._load(session_id)
+
+    async def version(self, session_id: str) -> int:
+        """The session's version; 0 when it does not exist."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._version(session_id)
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session: messages, summaries, state and its history (not the profile)."""
+        rules.check_session_id(session_id, self.limits)
+        self.knowledge.forget(session_id)
+        await self._delete(session_id)
+
+    async def exists(self, session_id: str) -> bool:
+        """True for a stored session, even one saved with ``[]``."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._exists(session_id)
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def save_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        covers_until: int,
+        token_count: int | None = None,
+        expected_version: int | None = None,
+    ) -> Summary:
+        """Store the next summary version (``expected_version``: the latest one seen)."""
+        rules.check_session_id(session_id, self.limits)
+        expected = rules.check_expected_version(expected_version)
+        checked = rules.check_summary(text, covers_until, token_count, self.limits)
+        return await self._save_summary(session_id, checked, covers_until, token_count, expected)
+
+    async def load_summary(
+        self, session_id: str, summary_version: int | None = None
+    ) -> Summary | None:
+        """The latest summary, or the one at ``summary_version``; None when there is none."""
+        rules.check_session_id(session_id, self.limits)
+        if summary_version is not None:
+            rules.check_expected_version(summary_version)
+        return await self._load_summary(session_id, summary_version)
+
+    # -- consultation state -----------------------------------------------------------------
+
+    async def save_state(
+        self,
+        session_id: str,
+        state: ConsultationState | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        rules.check_session_id(session_id, self.limits)
+        expected = rules.check_expected_version(expected_version)
+        checked = rules.check_state(state, self.limits)
+        return await self._save_state(session_id, checked, expected)
+
+    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
+        rules.check_session_id(session_id, self.limits)
+        return await self._load_state(session_id)
+
+    async def state_history(self, session_id: str) -> list[StateChange]:
+        rules.check_session_id(session_id, self.limits)
+        return await self._state_history(session_id)
+
+    # -- user profiles ----------------------------------------------------------------------
+
+    async def save_profile(
+        self,
+        user_id: str,
+        profile: UserProfile | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        rules.check_user_id(user_id, self.limits)
+        expected = rules.check_expected_version(expected_version)
+        checked = rules.check_profile(profile, self.limits)
+        return await self._save_profile(user_id, checked, expected)
+
+    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        rules.check_user_id(user_id, self.limits)
+        return await self._load_profile(user_id)
+
+    # -- whole sessions -----------------------------------------------------------------------
+
+    async def snapshot(self, session_id: str) -> SessionSnapshot:
+        """Messages, latest summary, state, profile and every version, from one snapshot."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._snapshot(session_id)
+
+    def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
+        """A SessionReader on one consistent snapshot, for context assembly."""
+        rules.check_session_id(session_id, self.limits)
+        return self._reader(session_id)
+
+    # -- shared by the public methods -----------------------------------------------------------
+
+    @asynccontextmanager
+    async def _forgetting_on_conflict(self, session_id: str) -> AsyncIterator[None]:
+        try:
+            yield
+        except ConflictError:
+            self.knowledge.forget(session_id)
+            raise
+
+    def _saw(self, session_id: str, version: int) -> None:
+        """Record a written version, unless the backend recorded more about it already."""
+        if self.knowledge.version(session_id) != version:
+            self.knowledge.after_write(session_id, Known(version))
+
+    # -- the backend's hooks: validated values in, stored values out ------------------------------
+
+    @abstractmethod
+    async def _save(
+        self,
+        session_id: str,
+        messages: list[Message],
+        known: Known | None,
+        expected: int | None,
+        user_id: str | None,
+    ) -> int:
+        """``known``: the knowledge entry whose messages ``messages`` starts with, if any."""
+
+    @abstractmethod
+    async def _append(
+        self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
+    ) -> int:
+        """Must raise rules.check_message_count's error when the session would grow past
+        ``limits.max_messages``, atomically with the write."""
+
+    @abstractmethod
+    async def _load(self, session_id: str) -> list[Message]: ...
+
+    @abstractmethod
+    async def _version(self, session_id: str) -> int: ...
+
+    @abstractmethod
+    async def _delete(self, session_id: str) -> None: ...
+
+    @abstractmethod
+    async def _exists(self, session_id: str) -> bool: ...
+
+    @abstractmethod
+    async def _save_summary(
+        self,
+        session_id: str,
+        text: str,
+        covers_until: int,
+        token_count: int | None,
+        expected: int | None,
+    ) -> Summary:
+        """Refusals go through rules.refuse_summary, so their order is the same everywhere."""
+
+    @abstractmethod
+    async def _load_summary(
+        self, session_id: str, summary_version: int | None
+    ) -> Summary | None: ...
+
+    @abstractmethod
+    async def _save_state(
+        self, session_id: str, state: ConsultationState, expected: int | None
+    ) -> int: ...
+
+    @abstractmethod
+    async def _load_state(self, session_id: str) -> Versioned[ConsultationState] | None: ...
+
+    @abstractmethod
+    async def _state_history(self, session_id: str) -> list[StateChange]: ...
+
+    @abstractmethod
+    async def _save_profile(
+        self, user_id: str, profile: UserProfile, expected: int | None
+    ) -> int: ...
+
+    @abstractmethod
+    async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
+
+    @abstractmethod
+    async def _snapshot(self, session_id: str) -> SessionSnapshot: ...
+
+    @abstractmethod
+    def _reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]: ...
