@@ -83,7 +83,10 @@ KNOWLEDGE = [
 
 
 def knee_consultation() -> list[Message]:
-    """The example consultation of docs/context-contract.md as messages: "my knee feels like it gives way"."""
+    """The example consultation of docs/context-contract.md as messages.
+
+    "My knee feels like it gives way."
+    """
     start = datetime(2026, 11, 29, 8, 15, 2, 123000, tzinfo=_CST)
     messages = []
     for index, (question, answer) in enumerate(TURNS):

@@ -1,6 +1,6 @@
 """Where PostgreSQL driver and network errors become ctxstore errors.
 
-(Redis errors are translated by storage/redis.py, which knows redis-py's classes.)
+(Redis errors are translated by storage/redis/errors.py, which knows redis-py's classes.)
 """
 
 from __future__ import annotations

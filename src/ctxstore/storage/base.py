@@ -63,7 +63,9 @@ class AsyncClosing:
 
 @runtime_checkable
 class ContextStorage(Protocol):
-    """Where a session's messages live (the Go service's original interface: docs/storage-contract.md).
+    """Where a session's messages live: the Go service's original interface.
+
+    See docs/storage-contract.md.
 
     - ``save`` fully overwrites the session's message list, atomically, and returns the
       session's new version.  With ``expected_version`` it succeeds only if the stored

@@ -27,8 +27,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.models import (
@@ -40,7 +39,7 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
-from ctxstore.storage.base import MessageInput, SessionReader
+from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
 from ctxstore.storage.knowledge import SessionKnowledge
 from ctxstore.storage.rules import Limits
 from ctxstore.storage.store import Store
@@ -81,7 +80,7 @@ class ReconcileReport:
     failed: dict[str, str]
 
 
-class FallbackStorage:
+class FallbackStorage(AsyncClosing):
     """The whole storage contract over a primary (PostgreSQL) and a secondary (Redis, memory)."""
 
     def __init__(
@@ -125,17 +124,6 @@ class FallbackStorage:
     async def close(self) -> None:
         await self.primary.close()
         await self.secondary.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # -- messages -----------------------------------------------------------------------
 

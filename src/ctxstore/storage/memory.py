@@ -25,9 +25,9 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.base import SessionHead, StoredMessage
 from ctxstore.storage.knowledge import Known
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
+from ctxstore.storage.snapshot import SessionCopy, SnapshotReader
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
 
@@ -277,25 +277,28 @@ class MemoryStorage(Store):
     # -- context assembly ------------------------------------------------------------------
 
     @asynccontextmanager
-    async def _reader(self, session_id: str) -> AsyncIterator[MemorySessionReader]:
-        """Reads on a snapshot of the session taken on entry."""
+    async def _reader(self, session_id: str) -> AsyncIterator[SnapshotReader]:
+        """Reads on a copy of the session taken on entry."""
         async with self._lock:
             entry = self._live(session_id)
-            snapshot = (
+            copy = (
                 None
                 if entry is None
-                else _Session(
-                    messages=list(entry.messages),
+                else SessionCopy(
                     version=entry.version,
-                    expires_at=entry.expires_at,
+                    messages=list(entry.messages),
                     created_at=entry.created_at,
                     user_id=entry.user_id,
-                    summaries=list(entry.summaries),
+                    summary=entry.summaries[-1] if entry.summaries else None,
                     state=entry.state,
                 )
             )
             profiles = dict(self._profiles)
-        yield MemorySessionReader(snapshot, profiles, self.token_counter)
+
+        async def profile(user_id: str) -> Versioned[UserProfile] | None:
+            return profiles.get(user_id)
+
+        yield SnapshotReader(copy, self.token_counter, profile)
 
     # -- snapshot -----------------------------------------------------------------------------
 
@@ -317,70 +320,3 @@ class MemoryStorage(Store):
                 profile=profile.value.model_copy(deep=True) if profile else None,
                 profile_version=profile.version if profile else 0,
             )
-
-
-class MemorySessionReader:
-    """SessionReader over a snapshot of one MemoryStorage session."""
-
-    def __init__(
-        self,
-        entry: _Session | None,
-        profiles: dict[str, Versioned[UserProfile]],
-        counter: TokenCounter,
-    ) -> None:
-        self._entry = entry
-        self._profiles = profiles
-        self._counter = counter
-
-    async def head(self) -> SessionHead:
-        entry = self._entry
-        if entry is None:
-            return SessionHead(False, 0, 0, None, None)
-        return SessionHead(
-            True, entry.version, len(entry.messages), entry.created_at, entry.user_id
-        )
-
-    async def latest_summary(self) -> Summary | None:
-        return self._entry.summaries[-1] if self._entry and self._entry.summaries else None
-
-    async def state(self) -> Versioned[ConsultationState] | None:
-        if self._entry is None or self._entry.state is None:
-            return None
-        state = self._entry.state
-        return Versioned(state.value.model_copy(deep=True), state.version, state.updated_at)
-
-    async def profile(self, user_id: str) -> Versioned[UserProfile] | None:
-        return self._profiles.get(user_id)
-
-    async def newest(
-        self, before: int, limit: int, token_budget: int | None = None
-    ) -> list[StoredMessage]:
-        if self._entry is None:
-            return []
-        messages = self._entry.messages
-        stop = min(before, len(messages))
-        positions = range(stop - 1, max(stop - limit, 0) - 1, -1)
-        return [
-            StoredMessage(
-                position,
-                messages[position].model_copy(deep=True),
-                self._counter.message_cost(messages[position]),
-                self._counter.encoding_name,
-            )
-            for position in positions
-        ]
-
-    async def span(self, start: int, stop: int) -> list[Message]:
-        if self._entry is None:
-            return []
-        return [message.model_copy(deep=True) for message in self._entry.messages[start:stop]]
-
-    async def token_total(self, after: int) -> tuple[int, int]:
-        if self._entry is None:
-            return 0, 0
-        tail = self._entry.messages[after + 1 :]
-        tokens = 0
-        for message in tail:
-            cost = self._counter.message_cost(message)
-            tokens += cost if cost is not None else len(message.content) + 16
-        return len(tail), tokens

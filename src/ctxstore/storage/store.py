@@ -14,8 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from ctxstore.errors import ConflictError
 from ctxstore.models import (
@@ -28,13 +27,13 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.base import MessageInput, SessionReader
+from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
 from ctxstore.storage.knowledge import Known, SessionKnowledge
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
 from ctxstore.tokens import TokenCounter
 
 
-class Store(ABC):
+class Store(AsyncClosing, ABC):
     """A VersionedStorage whose public methods apply the rules, then call the backend."""
 
     def __init__(
@@ -56,17 +55,6 @@ class Store(ABC):
 
     @abstractmethod
     async def close(self) -> None: ...
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # -- messages -------------------------------------------------------------------------------
 
