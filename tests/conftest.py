@@ -3,6 +3,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import URL
@@ -15,18 +17,22 @@ from tests.pg_harness import PgTestServer, build_template, planned_source, start
 
 
 def pytest_report_header() -> list[str]:
-    return [f"ctxstore PostgreSQL for tests: {planned_source()}"]
+    return [
+        f"ctxstore PostgreSQL for tests: {planned_source()}",
+        f"ctxstore Redis for tests: {planned_redis()} (the Redis cases skip, saying why, "
+        f"when it does not answer; {REDIS_URL_ENV} overrides)",
+    ]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that talks to PostgreSQL, so CI can rerun just those elsewhere."""
+    """Mark every test that talks to PostgreSQL or Redis, so CI can select or rerun them."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         callspec = getattr(item, "callspec", None)
-        on_postgres = callspec is not None and callspec.params.get("backend") == "postgres"
-        if callspec is not None and callspec.params.get("backend") == "redis":
+        params = callspec.params if callspec is not None else {}
+        if "redis_url" in fixtures or params.get("backend") == "redis":
             item.add_marker(pytest.mark.redis)
-        if "pg_server" in fixtures or on_postgres:
+        if "pg_server" in fixtures or params.get("backend") in {"postgres", "fallback"}:
             item.add_marker(pytest.mark.postgres)
 
 
@@ -58,6 +64,18 @@ def database_url(pg_server: PgTestServer, template_database: str) -> Iterator[UR
         pg_server.drop(name)
 
 
+@pytest.fixture(scope="module")
+def module_database_url(pg_server: PgTestServer, template_database: str) -> Iterator[URL]:
+    """One database at the head revision for a whole module, whose tests keep to their
+    own session ids (dropped after the module)."""
+    name = pg_server.new_name("mod")
+    url = pg_server.create(name, template=template_database)
+    try:
+        yield url
+    finally:
+        pg_server.drop(name)
+
+
 @pytest.fixture
 def empty_database_url(pg_server: PgTestServer) -> Iterator[URL]:
     """A fresh database with no schema at all."""
@@ -79,12 +97,17 @@ async def pg_storage(database_url: URL) -> AsyncIterator[PostgresStorage]:
 
 
 REDIS_URL_ENV = "CTXSTORE_TEST_REDIS_URL"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def planned_redis() -> str:
+    return os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL)
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     """A Redis the tests may write under their own key prefixes; skips when none answers."""
-    url = os.environ.get(REDIS_URL_ENV, "redis://127.0.0.1:6379/0")
+    url = planned_redis()
     try:
         import redis  # noqa: PLC0415
 
@@ -92,56 +115,81 @@ def redis_url() -> str:
         client.ping()
         client.close()
     except Exception as error:
-        pytest.skip(f"no Redis answers at {url} ({type(error).__name__}); set {REDIS_URL_ENV}")
+        pytest.skip(
+            f"no Redis answers at {url} ({type(error).__name__}: {error}); "
+            f"start one or set {REDIS_URL_ENV}"
+        )
     return url
 
 
-async def drop_prefix(storage: RedisStorage) -> None:
-    """Delete the test's keys (and only those: the Redis may be shared)."""
-    client = storage._client
-    async for key in client.scan_iter(match=f"{storage.prefix}*", count=500):
-        await client.delete(key)
+async def drop_keys(url: str, prefix: str) -> None:
+    """Delete every key starting with ``prefix`` (and only those: the Redis may be shared)."""
+    import redis.asyncio as redis_asyncio  # noqa: PLC0415
+
+    client = redis_asyncio.from_url(url)
+    try:
+        async for key in client.scan_iter(match=f"{prefix}*", count=500):
+            await client.delete(key)
+    finally:
+        await client.aclose()
+
+
+def new_redis_prefix() -> str:
+    # Hex and punctuation only: nothing a SCAN pattern would read as a wildcard.
+    return f"ctxstore-test-{uuid.uuid4().hex[:12]}:session"
 
 
 @pytest.fixture
-async def redis_storage(redis_url: str) -> AsyncIterator[RedisStorage]:
-    """A RedisStorage under a prefix of its own; its keys are deleted afterwards."""
-    prefix = f"ctxstore-test-{uuid.uuid4().hex[:10]}:session"
-    storage = RedisStorage.from_url(redis_url, prefix=prefix, ttl_seconds=600)
+async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
+    """A key prefix of this test's own; every key under it is deleted afterwards."""
+    prefix = new_redis_prefix()
     try:
-        yield storage
+        yield prefix
     finally:
-        await drop_prefix(storage)
-        await storage.close()
+        await drop_keys(redis_url, prefix)
 
 
-@pytest.fixture(params=["memory", "postgres", "redis"])
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator[Any]:
+    """A plain redis.asyncio client, for writing and inspecting raw keys."""
+    import redis.asyncio as redis_asyncio  # noqa: PLC0415
+
+    client = redis_asyncio.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def redis_storage(redis_url: str, redis_prefix: str) -> AsyncIterator[RedisStorage]:
+    """A RedisStorage under a prefix of its own; its keys are deleted afterwards."""
+    async with RedisStorage.from_url(
+        redis_url, prefix=redis_prefix, ttl=timedelta(minutes=10)
+    ) as storage:
+        yield storage
+
+
+# -- the parametrized matrix of tests/conformance/test_context_assembly.py -------------------
+# The storage suites are classes, one subclass per backend (tests/conformance/contract.py);
+# these two fixtures remain for the context-assembly module, which narrows ``backend``.
+
+
+@pytest.fixture(params=["memory", "postgres"])
 def backend(request: pytest.FixtureRequest) -> tuple[str, object]:
-    """Which backend a conformance test runs on, and what it needs."""
+    """Which backend a test runs on, and what it needs."""
     if request.param == "postgres":
         return ("postgres", request.getfixturevalue("database_url"))
-    if request.param == "redis":
-        return ("redis", request.getfixturevalue("redis_url"))
     return ("memory", None)
 
 
 @pytest.fixture
-async def storage(
-    backend: tuple[str, object],
-) -> AsyncIterator[MemoryStorage | PostgresStorage | RedisStorage]:
-    """Every backend, for the shared conformance suite."""
+async def storage(backend: tuple[str, object]) -> AsyncIterator[MemoryStorage | PostgresStorage]:
     kind, target = backend
     if kind == "postgres":
         assert isinstance(target, URL)
         async with PostgresStorage.from_url(target) as postgres:
             yield postgres
-    elif kind == "redis":
-        prefix = f"ctxstore-test-{uuid.uuid4().hex[:10]}:session"
-        async with RedisStorage.from_url(str(target), prefix=prefix) as redis_store:
-            try:
-                yield redis_store
-            finally:
-                await drop_prefix(redis_store)
     else:
         async with MemoryStorage() as memory:
             yield memory

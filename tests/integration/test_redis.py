@@ -1,4 +1,9 @@
-"""RedisStorage in the Go layout, and import-redis into PostgreSQL (real Redis)."""
+"""RedisStorage in the Go layout, and import-redis into PostgreSQL (real Redis).
+
+The storage contract itself runs on Redis in tests/conformance/test_redis.py; this module
+covers what is Redis's own: the key layout shared with the Go service, and importing from
+it.  Raw keys are written and read with a plain client, as the Go service would.
+"""
 
 from __future__ import annotations
 
@@ -33,8 +38,10 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.redis
 
 
-async def test_go_service_values_load_upgraded(redis_storage: RedisStorage) -> None:
-    client = redis_storage._client
+async def test_go_service_values_load_upgraded(
+    redis_storage: RedisStorage, redis_client: Any
+) -> None:
+    client = redis_client
     go_value = [
         {"Role": "user", "Content": "你好"},
         {"Role": "Assistant", "Content": "你好！有什么可以帮助你的？", "Name": "bot"},
@@ -50,9 +57,11 @@ async def test_go_service_values_load_upgraded(redis_storage: RedisStorage) -> N
     assert await redis_storage.save("go", loaded, expected_version=1) == 2
 
 
-async def test_saved_values_keep_the_original_layout(redis_storage: RedisStorage) -> None:
+async def test_saved_values_keep_the_original_layout(
+    redis_storage: RedisStorage, redis_client: Any
+) -> None:
     await redis_storage.save("s", [Message(role="user", content="我膝盖有下坠感", turn_id="t1")])
-    client = redis_storage._client
+    client = redis_client
     raw = await client.get(f"{redis_storage.prefix}:s")
     (document,) = json.loads(raw)
     assert document["role"] == "user" and document["content"] == "我膝盖有下坠感"
@@ -74,17 +83,17 @@ async def test_versions_are_checked_atomically(redis_storage: RedisStorage) -> N
     [b"not json", b'{"role": "user"}', b'[{"role": "user", "content": 5}]', b"[1, 2]"],
 )
 async def test_unreadable_values_raise_corrupt_data(
-    redis_storage: RedisStorage, raw: bytes
+    redis_storage: RedisStorage, raw: bytes, redis_client: Any
 ) -> None:
-    await redis_storage._client.set(redis_storage.key("bad"), raw)
+    await redis_client.set(redis_storage.key("bad"), raw)
     with pytest.raises(CorruptDataError) as caught:
         await redis_storage.load("bad")
     assert caught.value.session_id == "bad"
 
 
-async def test_appends_keep_one_json_array(redis_storage: RedisStorage) -> None:
+async def test_appends_keep_one_json_array(redis_storage: RedisStorage, redis_client: Any) -> None:
     """The Go service reads what appends leave, even after it wrote the session itself."""
-    client = redis_storage._client
+    client = redis_client
     go_value = '[ {"Role": "user", "Content": "你好"} ]\n'
     await client.set(redis_storage.key("go"), go_value)
     assert await redis_storage.append("go", [Message(role="assistant", content="您好")]) == 2
@@ -122,9 +131,9 @@ async def test_the_message_limit_holds_for_appends(
 
 
 async def test_every_key_of_a_session_expires_with_it_but_the_profile(
-    redis_storage: RedisStorage,
+    redis_storage: RedisStorage, redis_client: Any
 ) -> None:
-    client = redis_storage._client
+    client = redis_client
     await redis_storage.save_profile("u", {"age": 30})
     await redis_storage.save("s", [Message(role="user", content="x")], user_id="u")
     await redis_storage.save_summary("s", "summary", covers_until=0)
@@ -137,8 +146,10 @@ async def test_every_key_of_a_session_expires_with_it_but_the_profile(
     assert await client.exists(redis_storage.profile_key("u")) == 1
 
 
-async def test_redis_errors_become_ctxstore_errors(redis_storage: RedisStorage) -> None:
-    await redis_storage._client.hset(redis_storage.key("hash"), mapping={"x": "1"})
+async def test_redis_errors_become_ctxstore_errors(
+    redis_storage: RedisStorage, redis_client: Any
+) -> None:
+    await redis_client.hset(redis_storage.key("hash"), mapping={"x": "1"})
     with pytest.raises(StorageError):
         await redis_storage.load("hash")
     async with RedisStorage.from_url("redis://127.0.0.1:1/0") as unreachable:
@@ -147,11 +158,11 @@ async def test_redis_errors_become_ctxstore_errors(redis_storage: RedisStorage) 
 
 
 @pytest.fixture
-async def go_redis(redis_url: str) -> AsyncIterator[RedisStorage]:
+async def go_redis(redis_url: str, redis_client: Any) -> AsyncIterator[RedisStorage]:
     """A Redis prefix filled the way the Go service (and older Python code) left it."""
     prefix = f"ctxstore-import-{uuid.uuid4().hex[:8]}:session"
     storage = RedisStorage.from_url(redis_url, prefix=prefix)
-    client = storage._client
+    client = redis_client
     for index in range(40):
         value: list[dict[str, Any]] = [
             {"Role": "user", "Content": f"第{index}个会话：我膝盖有下坠感"},
@@ -181,9 +192,9 @@ async def table_dump(storage: PostgresStorage) -> list[tuple[Any, ...]]:
 
 
 async def test_import_twice_equals_import_once(
-    go_redis: RedisStorage, pg_storage: PostgresStorage
+    go_redis: RedisStorage, pg_storage: PostgresStorage, redis_client: Any
 ) -> None:
-    client = go_redis._client
+    client = redis_client
     first = await import_redis(client, pg_storage, prefix=go_redis.prefix, show=False)
     assert (first.imported, first.unchanged) == (40, 0)
     assert len(first.failed) == 1 and "broken" in first.failed[0]

@@ -1,18 +1,21 @@
-"""Hypothesis stateful test: PostgresStorage behaves exactly like MemoryStorage (the model)
-over random sequences of saves, versioned saves, appends, loads, deletes and exists."""
+"""Hypothesis stateful test: PostgresStorage and RedisStorage behave exactly like
+MemoryStorage (the model) over random sequences of saves, versioned saves, appends, saves
+of what was loaded, deletes, exists, summaries and consultation states."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from sqlalchemy import URL
 
-from ctxstore import CtxStoreError, MemoryStorage, Message, PostgresStorage
+from ctxstore import CtxStoreError, MemoryStorage, Message, PostgresStorage, RedisStorage
+from tests.conftest import drop_keys, new_redis_prefix
 
 SESSIONS = st.sampled_from(["a", "b", "c"])
 text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=12)
@@ -23,31 +26,55 @@ message = st.builds(
     metadata=st.dictionaries(st.sampled_from(["k", "n"]), st.integers(0, 3), max_size=1),
 )
 lists = st.lists(message, max_size=6)
+STAGES = st.sampled_from(["greeting", "collecting_details", "assessing"])
+SETTINGS = settings(
+    max_examples=40,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def summary_fields(summary: Any) -> Any:
+    """What two backends must agree on in a summary (not its creation time)."""
+    if summary is None:
+        return None
+    return (summary.summary_version, summary.text, summary.covers_until, summary.token_count)
+
+
+def state_fields(versioned: Any) -> Any:
+    return None if versioned is None else (versioned.version, versioned.value)
 
 
 class StorageComparison(RuleBasedStateMachine):
-    database_url: URL
+    """One real backend against the model; subclasses say how to open and clean it."""
+
+    #: Opens the real backend under a namespace of this run's own (called inside the
+    #: machine's event loop).
+    open_real: ClassVar[Callable[[str], Any]]
+    #: Deletes whatever the real backend kept under that namespace (e.g. Redis keys).
+    cleanup: ClassVar[Callable[[str], Awaitable[None]] | None] = None
 
     def __init__(self) -> None:
         super().__init__()
         self.runner = asyncio.Runner()
         self.prefix = uuid.uuid4().hex[:8]
-        self.model = MemoryStorage()
+        self.namespace = new_redis_prefix()
+        self.model: Any = MemoryStorage()
         self.real = self.runner.run(self._open())
-        self.last: dict[str, list[Message]] = {}
 
-    async def _open(self) -> PostgresStorage:
-        return PostgresStorage.from_url(self.database_url)
+    async def _open(self) -> Any:
+        return type(self).open_real(self.namespace)
 
     def key(self, session: str) -> str:
         return f"{self.prefix}-{session}"
 
-    def both(self, operation: Any) -> Any:
+    def both(self, operation: Any, project: Callable[[Any], Any] = lambda value: value) -> Any:
         """Run one operation on both; the results (or error types) must be the same."""
 
         async def outcome(storage: Any) -> Any:
             try:
-                return ("ok", await operation(storage))
+                return ("ok", project(await operation(storage)))
             except CtxStoreError as error:
                 return ("error", type(error).__name__)
 
@@ -65,6 +92,18 @@ class StorageComparison(RuleBasedStateMachine):
         loaded = self.runner.run(self.real.load(self.key(session)))
         cut = data.draw(st.integers(0, len(loaded)))
         self.both(lambda s: s.save(self.key(session), [*loaded[:cut], *messages]))
+
+    @rule(session=SESSIONS, messages=lists)
+    def extend_what_was_loaded(self, session: str, messages: list[Message]) -> None:
+        """The everyday idiom: each side saves the list it loaded, extended."""
+
+        async def extend(storage: Any) -> int:
+            loaded = await storage.load(self.key(session))
+            loaded.extend(messages)
+            version: int = await storage.save(self.key(session), loaded)
+            return version
+
+        self.both(extend)
 
     @rule(session=SESSIONS, messages=lists, stale=st.booleans())
     def versioned_save(self, session: str, messages: list[Message], stale: bool) -> None:
@@ -86,32 +125,68 @@ class StorageComparison(RuleBasedStateMachine):
         self.both(lambda s: s.exists(self.key(session)))
         self.both(lambda s: s.version(self.key(session)))
 
+    @rule(session=SESSIONS, covers_until=st.integers(-1, 6), text=text, stale=st.booleans())
+    def summarize(self, session: str, covers_until: int, text: str, stale: bool) -> None:
+        latest = self.runner.run(self.model.load_summary(self.key(session)))
+        version = latest.summary_version if latest else 0
+        expected = version + 1 if stale else version
+        self.both(
+            lambda s: s.save_summary(
+                self.key(session), text, covers_until=covers_until, expected_version=expected
+            ),
+            summary_fields,
+        )
+
+    @rule(session=SESSIONS, stage=STAGES, pain=st.none() | st.integers(0, 10))
+    def set_state(self, session: str, stage: str, pain: int | None) -> None:
+        self.both(lambda s: s.save_state(self.key(session), {"stage": stage, "pain_level": pain}))
+
     @invariant()
-    def every_session_loads_the_same(self) -> None:
+    def every_session_reads_the_same(self) -> None:
         for session in ("a", "b", "c"):
-            self.both(lambda s, session=session: s.load(self.key(session)))
+            key = self.key(session)
+            self.both(lambda s, key=key: s.load(key))
+            self.both(lambda s, key=key: s.load_summary(key), summary_fields)
+            self.both(lambda s, key=key: s.load_state(key), state_fields)
 
     def teardown(self) -> None:
         async def close() -> None:
             for session in ("a", "b", "c"):
                 await self.real.delete(self.key(session))
             await self.real.close()
+            cleanup = type(self).cleanup
+            if cleanup is not None:
+                await cleanup(self.namespace)
 
         self.runner.run(close())
         self.runner.close()
 
 
+def postgres_machine(database_url: URL) -> type[StorageComparison]:
+    class PostgresComparison(StorageComparison):
+        open_real = staticmethod(lambda _: PostgresStorage.from_url(database_url))
+
+    return PostgresComparison
+
+
+def redis_machine(redis_url: str) -> type[StorageComparison]:
+    """Each run of the machine under a prefix of its own, whose keys it deletes."""
+
+    class RedisComparison(StorageComparison):
+        open_real = staticmethod(
+            lambda prefix: RedisStorage.from_url(redis_url, prefix=prefix, ttl=None)
+        )
+        cleanup = staticmethod(lambda prefix: drop_keys(redis_url, prefix))
+
+    return RedisComparison
+
+
 def test_postgres_matches_the_memory_model(database_url: URL) -> None:
-    StorageComparison.database_url = database_url
-    run_state_machine_as_test(
-        StorageComparison,
-        settings=settings(
-            max_examples=40,
-            stateful_step_count=25,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow],
-        ),
-    )
+    run_state_machine_as_test(postgres_machine(database_url), settings=SETTINGS)
+
+
+def test_redis_matches_the_memory_model(redis_url: str) -> None:
+    run_state_machine_as_test(redis_machine(redis_url), settings=SETTINGS)
 
 
 def test_the_comparison_catches_a_difference(database_url: URL) -> None:
@@ -123,12 +198,11 @@ def test_the_comparison_catches_a_difference(database_url: URL) -> None:
                 session_id, list(messages)[:-1] if messages else messages, **options
             )
 
-    class Broken(StorageComparison):
+    class Broken(postgres_machine(database_url)):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__()
             self.model = Lossy()
 
-    Broken.database_url = database_url
     try:
         run_state_machine_as_test(
             Broken, settings=settings(max_examples=20, deadline=None, database=None)

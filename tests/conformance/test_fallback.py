@@ -1,0 +1,108 @@
+"""The storage contract on FallbackStorage, healthy and degraded.
+
+- healthy: the primary is PostgreSQL and answers, so every call is served by it;
+- degraded: the primary is a PostgresStorage pointed at a port where nothing listens, so
+  every call fails there with StorageUnavailableError and is served by the secondary.
+
+Either way the caller sees one store keeping the whole contract.  The secondary is a
+MemoryStorage in both.  What happens when the primary comes back (reconciliation) is
+tested in tests/unit and tests/integration/test_faults.py.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import URL
+
+from ctxstore import (
+    EngineSettings,
+    FallbackStorage,
+    Limits,
+    MemoryStorage,
+    PostgresStorage,
+    StorageUnavailableError,
+)
+from tests.conformance.contract import (
+    DEFAULT_LIMITS,
+    StorageFactory,
+    VersionedContract,
+    turn,
+)
+
+
+def unused_port() -> int:
+    """A local port nothing listens on (bound by the OS, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def unreachable_postgres(ttl: timedelta | None, limits: Limits) -> PostgresStorage:
+    """A PostgresStorage whose every call fails fast with StorageUnavailableError."""
+    return PostgresStorage.from_url(
+        f"postgresql://ctxstore@127.0.0.1:{unused_port()}/nowhere",
+        ttl=ttl,
+        limits=limits,
+        settings=EngineSettings(connect_timeout=1.0, pool_timeout=1.0),
+        operation_timeout=2.0,
+    )
+
+
+class TestFallbackHealthy(VersionedContract):
+    @pytest.fixture
+    def make_storage(self, database_url: URL) -> StorageFactory:
+        @asynccontextmanager
+        async def make(
+            *, ttl: timedelta | None = None, limits: Limits = DEFAULT_LIMITS
+        ) -> AsyncIterator[FallbackStorage]:
+            primary = PostgresStorage.from_url(database_url, ttl=ttl, limits=limits)
+            secondary = MemoryStorage(ttl=ttl, limits=limits)
+            async with FallbackStorage(primary, secondary, probe_interval=0.5) as storage:
+                yield storage
+                # The suite ran on PostgreSQL: no call ever needed the secondary.
+                assert storage.stats.failovers == 0
+                assert not storage.degraded
+
+        return make
+
+    async def test_the_primary_serves(self, storage: FallbackStorage) -> None:
+        await storage.save("p", turn(0))
+        assert await storage.primary.load("p") == turn(0)
+        assert not await storage.secondary.exists("p")
+
+
+class TestFallbackDegraded(VersionedContract):
+    @pytest.fixture
+    def make_storage(self) -> StorageFactory:
+        @asynccontextmanager
+        async def make(
+            *, ttl: timedelta | None = None, limits: Limits = DEFAULT_LIMITS
+        ) -> AsyncIterator[FallbackStorage]:
+            primary = unreachable_postgres(ttl, limits)
+            with pytest.raises(StorageUnavailableError):
+                await primary.exists("probe")  # the setup is what this class claims
+            secondary = MemoryStorage(ttl=ttl, limits=limits)
+            # Probe rarely: the primary never comes back, and each probe costs a refused
+            # connection.
+            async with FallbackStorage(primary, secondary, probe_interval=60.0) as storage:
+                yield storage
+                assert storage.stats.recoveries == 0
+                # Nothing reached the primary, so nothing is owed to it but what the
+                # secondary acknowledged.
+                assert storage.degraded or storage.stats.degraded_calls == 0
+
+        return make
+
+    async def test_the_secondary_serves(self, storage: FallbackStorage) -> None:
+        await storage.save("d", turn(0))
+        assert storage.degraded
+        assert storage.stats.failovers == 1
+        assert await storage.secondary.load("d") == turn(0)
+        assert await storage.load("d") == turn(0)
+        assert "d" in storage.stats.pending
