@@ -26,6 +26,41 @@ Hasher = Any  # hashlib's HASH object (not importable for annotations)
 
 
 @dataclass(frozen=True)
+class MetadataWatch:
+    """How to tell that stored messages' metadata dicts (the only mutable part of a
+    message) still hold what was stored: a digest for each non-empty one, and the empty
+    ones themselves (still empty: checked at C speed).  The shared read-only empty dict
+    of loaded messages can't change, so it is not watched."""
+
+    digests: tuple[tuple[int, bytes], ...] = ()
+    empty: tuple[dict[str, Any], ...] = ()
+
+    def extended(
+        self, messages: Sequence[Message], digests: Sequence[bytes], first: int = 0
+    ) -> MetadataWatch:
+        """This watch plus ``messages`` (with their ``digests``) stored from ``first`` on."""
+        watched = list(self.digests)
+        empty = list(self.empty)
+        for offset, (message, digest) in enumerate(zip(messages, digests, strict=True)):
+            metadata = message.__dict__["metadata"]
+            if metadata is EMPTY_METADATA:
+                continue
+            if metadata:
+                watched.append((first + offset, digest))
+            else:
+                empty.append(metadata)
+        return MetadataWatch(tuple(watched), tuple(empty))
+
+    def intact(self, stored: Sequence[Message]) -> bool:
+        if any(self.empty):
+            return False
+        try:
+            return all(digest_of(stored[position]) == digest for position, digest in self.digests)
+        except (TypeError, ValueError):  # changed into something not JSON: the rules say why
+            return False
+
+
+@dataclass(frozen=True)
 class Known:
     """One session as this process last saw it stored."""
 
@@ -37,8 +72,21 @@ class Known:
     hasher: Hasher | None = None
     #: The stored messages themselves, to recognise a list that extends them.
     messages: tuple[Message, ...] | None = None
-    #: (position, digest) of stored messages whose metadata (a mutable dict) must be re-checked.
-    metadata_digests: tuple[tuple[int, bytes], ...] = ()
+    watch: MetadataWatch = MetadataWatch()
+
+    def extended(
+        self, version: int, added: Sequence[Message], digests: Sequence[bytes], hasher: Hasher
+    ) -> Known:
+        """After ``added`` (with ``digests``, consumed by ``hasher``) went after these."""
+        count = self.count or 0
+        return Known(
+            version,
+            count + len(added),
+            hasher.digest(),
+            hasher,
+            self.messages + tuple(added) if self.messages is not None else None,
+            self.watch.extended(added, digests, count),
+        )
 
 
 class SessionKnowledge:
@@ -82,11 +130,7 @@ class SessionKnowledge:
         stored = entry.messages
         if len(messages) < len(stored) or tuple(messages[: len(stored)]) != stored:
             return None
-        try:
-            for position, digest in entry.metadata_digests:
-                if digest_of(stored[position]) != digest:
-                    return None
-        except (TypeError, ValueError):  # changed into something not JSON: the rules say why
+        if not entry.watch.intact(stored):
             return None
         return entry
 
@@ -100,15 +144,3 @@ class SessionKnowledge:
         self._entries[session_id] = known
         while len(self._entries) > self._capacity or self._held > self._max_messages:
             self.forget(next(iter(self._entries)))
-
-
-def metadata_digests(
-    messages: Sequence[Message], digests: Sequence[bytes], first: int = 0
-) -> tuple[tuple[int, bytes], ...]:
-    """(position, digest) of the messages whose metadata could change in place."""
-    return tuple(
-        (first + offset, digest)
-        for offset, (message, digest) in enumerate(zip(messages, digests, strict=True))
-        # an empty dict of the caller's can be filled later; only the shared one can't
-        if message.metadata is not EMPTY_METADATA
-    )

@@ -17,7 +17,6 @@ from ctxstore.errors import InvalidMessageError
 from ctxstore.formats.documents import load_profile, load_state, load_summary
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER
 from ctxstore.models import (
-    EMPTY_METADATA,
     MESSAGE_FORMAT,
     PROFILE_FORMAT,
     STATE_FORMAT,
@@ -31,7 +30,7 @@ from ctxstore.models import (
     full_digest,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.knowledge import Known, metadata_digests
+from ctxstore.storage.knowledge import Known, MetadataWatch
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.rules import Limits
 from ctxstore.tokens import TokenCounter
@@ -128,7 +127,7 @@ def known_after_write(
         hasher.digest(),
         hasher,
         tuple(messages),
-        metadata_digests(messages, digests),
+        MetadataWatch().extended(messages, digests),
     )
 
 
@@ -144,20 +143,15 @@ def known_after_load(
     """What a load saw; the messages are recognised later only if the hash checks out."""
     if stored_hash is None:  # left unknown by an append: the next save recomputes it
         return Known(version)
-    digests: list[bytes] = []
-    mutable: list[tuple[int, bytes]] = []  # messages whose metadata dict could change
-    add = digests.append
-    empty = EMPTY_METADATA
-    for position, (row, message) in enumerate(zip(rows, loaded, strict=True)):
-        metadata = row[_METADATA]
-        digest = row[_DIGEST] if metadata is None else full_digest(row[_DIGEST], metadata)
-        add(digest)
-        if message.__dict__["metadata"] is not empty:
-            mutable.append((position, digest))
+    digests = [
+        row[_DIGEST] if row[_METADATA] is None else full_digest(row[_DIGEST], row[_METADATA])
+        for row in rows
+    ]
     hasher = hashlib.sha256(b"".join(digests))
     if hasher.digest() != stored_hash:  # e.g. rows in an older format
         return Known(version, len(rows), stored_hash)
-    return Known(version, len(rows), stored_hash, hasher, tuple(loaded), tuple(mutable))
+    watch = MetadataWatch().extended(loaded, digests)
+    return Known(version, len(rows), stored_hash, hasher, tuple(loaded), watch)
 
 
 # -- documents --------------------------------------------------------------------------------

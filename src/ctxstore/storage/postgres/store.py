@@ -33,7 +33,7 @@ from ctxstore.models import (
 )
 from ctxstore.storage import rules
 from ctxstore.storage.history import History
-from ctxstore.storage.knowledge import Known, metadata_digests
+from ctxstore.storage.knowledge import Known
 from ctxstore.storage.postgres import documents, rows, sql
 from ctxstore.storage.postgres.connection import Connections
 from ctxstore.storage.postgres.reader import PostgresSessionReader
@@ -202,17 +202,7 @@ class PostgresStorage(Store):
             )
         if version is None:
             return None
-        self.knowledge.after_write(
-            session_id,
-            Known(
-                version,
-                len(messages),
-                hasher.digest(),
-                hasher,
-                tuple(messages),
-                known.metadata_digests + metadata_digests(added, new.digests, count),
-            ),
-        )
+        self.knowledge.after_write(session_id, known.extended(version, added, new.digests, hasher))
         return version
 
     async def _append_if_unchanged(
@@ -376,15 +366,7 @@ class PostgresStorage(Store):
         start, version = int(row["start"]), int(row["version"])
         if known is not None and extended is not None and start == known.count:
             self.knowledge.after_write(
-                session_id,
-                Known(
-                    version,
-                    start + len(messages),
-                    extended.digest(),
-                    extended,
-                    known.messages + tuple(messages) if known.messages is not None else None,
-                    known.metadata_digests + metadata_digests(messages, new.digests, start),
-                ),
+                session_id, known.extended(version, messages, new.digests, extended)
             )
         elif start == 0:
             fresh = hashlib.sha256(b"".join(new.digests))
