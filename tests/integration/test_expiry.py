@@ -114,3 +114,35 @@ def test_purge_expired_command(database_url: URL) -> None:
     assert result.returncode == 0, result.stderr
     assert "purged 1 expired sessions (1 messages" in result.stdout
     assert "purging sessions [" in result.stderr
+
+
+async def test_writes_with_a_ttl_update_the_session_row_in_place(database_url: URL) -> None:
+    """Each write moves expires_at; no index holds it, so the row update stays HOT (no new
+    index entries): the sessions indexes don't grow with every turn."""
+    async with PostgresStorage.from_url(database_url, ttl=DAY) as storage:
+        await storage.save("hot", msgs("first"))
+        history = await storage.load("hot")
+        for turn in range(30):
+            history.extend(msgs(f"q{turn}", f"a{turn}"))
+            await storage.save("hot", history)
+        updates = hot = 0
+        for _ in range(50):  # other pooled backends report their counts when idle (~1 s)
+            await asyncio.sleep(0.2)
+            async with storage.engine.connect() as conn:
+                updates, hot = (
+                    await conn.execute(
+                        text(
+                            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                            "WHERE relname = 'sessions'"
+                        )
+                    )
+                ).one()
+            if updates >= 30:
+                break
+        async with storage.engine.connect() as conn:
+            hour = await conn.scalar(
+                text("SELECT expires_hour <= expires_at FROM sessions WHERE session_id = 'hot'")
+            )
+    assert updates >= 30
+    assert hot >= updates - 2, f"{hot} of {updates} updates were HOT"
+    assert hour is True

@@ -225,13 +225,14 @@ DELETE_SESSION = Statement("delete session", "DELETE FROM sessions WHERE session
 # -- expiry -----------------------------------------------------------------------------------
 
 # purge-expired: one batch; SKIP LOCKED leaves sessions being written to the next run.
+# expires_hour (indexed) is never later than expires_at, so no expired session is missed.
 PURGE_EXPIRED_BATCH = Statement(
     "purge expired batch",
     """
 WITH doomed AS (
     SELECT session_id FROM sessions
-     WHERE expires_at <= now()
-     ORDER BY expires_at
+     WHERE expires_hour <= now() AND expires_at <= now()
+     ORDER BY expires_hour
      LIMIT :batch_size
        FOR UPDATE SKIP LOCKED
 )
@@ -240,7 +241,8 @@ RETURNING s.message_count""",
 )
 
 COUNT_EXPIRED = Statement(
-    "count expired", "SELECT count(*) FROM sessions WHERE expires_at <= now()"
+    "count expired",
+    "SELECT count(*) FROM sessions WHERE expires_hour <= now() AND expires_at <= now()",
 )
 
 # -- summaries --------------------------------------------------------------------------------
