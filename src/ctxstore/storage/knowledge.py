@@ -70,8 +70,9 @@ class Known:
     content_hash: bytes | None = None
     #: A sha256 that has consumed every stored digest, to extend the hash by new ones.
     hasher: Hasher | None = None
-    #: The stored messages themselves, to recognise a list that extends them.
-    messages: tuple[Message, ...] | None = None
+    #: The stored messages themselves, to recognise a list that extends them (a list of
+    #: the store's own, never changed: comparing list to list is the fastest equality).
+    messages: list[Message] | None = None
     watch: MetadataWatch = MetadataWatch()
 
     def extended(
@@ -84,7 +85,7 @@ class Known:
             count + len(added),
             hasher.digest(),
             hasher,
-            self.messages + tuple(added) if self.messages is not None else None,
+            [*self.messages, *added] if self.messages is not None else None,
             self.watch.extended(added, digests, count),
         )
 
@@ -128,7 +129,10 @@ class SessionKnowledge:
         if entry is None or entry.messages is None or not isinstance(messages, list | tuple):
             return None
         stored = entry.messages
-        if len(messages) < len(stored) or tuple(messages[: len(stored)]) != stored:
+        prefix = messages[: len(stored)]
+        if len(prefix) < len(stored) or (
+            prefix != stored if type(prefix) is list else list(prefix) != stored
+        ):
             return None
         if not entry.watch.intact(stored):
             return None

@@ -184,7 +184,8 @@ def coerce_messages(
             f"messages must be a list of Message, not {type(messages).__name__}"
         )
     check_message_count(len(messages), limits)
-    result = list(messages)
+    # a slice copies a list (or a subclass, History) at C speed; list() iterates those
+    result = messages[:] if isinstance(messages, list) else list(messages)
     for position in range(trusted, len(result)):
         item = result[position]
         if type(item) is not Message:

@@ -126,7 +126,7 @@ def known_after_write(
         len(messages),
         hasher.digest(),
         hasher,
-        tuple(messages),
+        list(messages),
         MetadataWatch().extended(messages, digests),
     )
 
@@ -138,7 +138,7 @@ _METADATA = MESSAGE_COLUMN_ORDER.index("metadata")
 
 
 def known_after_load(
-    version: int, rows: Sequence[Any], loaded: Sequence[Message], stored_hash: bytes | None
+    version: int, rows: Sequence[Any], loaded: list[Message], stored_hash: bytes | None
 ) -> Known:
     """What a load saw; the messages are recognised later only if the hash checks out."""
     if stored_hash is None:  # left unknown by an append: the next save recomputes it
@@ -151,7 +151,7 @@ def known_after_load(
     if hasher.digest() != stored_hash:  # e.g. rows in an older format
         return Known(version, len(rows), stored_hash)
     watch = MetadataWatch().extended(loaded, digests)
-    return Known(version, len(rows), stored_hash, hasher, tuple(loaded), watch)
+    return Known(version, len(rows), stored_hash, hasher, loaded[:], watch)
 
 
 # -- documents --------------------------------------------------------------------------------
