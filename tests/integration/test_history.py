@@ -175,3 +175,21 @@ async def test_histories_copy_and_pickle_as_plain_lists(pg_storage: PostgresStor
     shallow.extend(msgs("c"))
     await pg_storage.save("s", shallow)
     assert await pg_storage.load("s") == list(shallow)
+
+
+async def test_an_edited_history_is_no_longer_taken_for_the_stored_list(
+    pg_storage: PostgresStorage,
+) -> None:
+    await pg_storage.save("s", msgs("a", "b", "c"))
+    history = await pg_storage.load("s")
+    history.append(Message(role="user", content="d"))
+    assert pg_storage.knowledge.stored_prefix("s", history) is not None  # it only grew
+    history[1] = Message(role="user", content="B")  # an edit, even to an equal length
+    history.append(Message(role="user", content="e"))
+    assert pg_storage.knowledge.stored_prefix("s", history) is None
+    await pg_storage.save("s", history)
+    assert [m.content for m in await pg_storage.load("s")] == ["a", "B", "c", "d", "e"]
+    history[1] = Message(role="user", content="b")  # back to what was stored at first
+    assert pg_storage.knowledge.stored_prefix("s", history) is None  # still an edit
+    await pg_storage.save("s", history)
+    assert [m.content for m in await pg_storage.load("s")] == ["a", "b", "c", "d", "e"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxstore.models import EMPTY_METADATA, Message, digest_of
+from ctxstore.storage.history import History
 
 Hasher = Any  # hashlib's HASH object (not importable for annotations)
 
@@ -52,12 +53,47 @@ class MetadataWatch:
         return MetadataWatch(tuple(watched), tuple(empty))
 
     def intact(self, stored: Sequence[Message]) -> bool:
+        """``stored``: a list starting with the stored messages (or equal ones)."""
         if any(self.empty):
             return False
         try:
             return all(digest_of(stored[position]) == digest for position, digest in self.digests)
         except (TypeError, ValueError):  # changed into something not JSON: the rules say why
             return False
+
+
+@dataclass(frozen=True)
+class StoredList:
+    """Where the stored messages can be found again: the History they were loaded into
+    or saved from (trusted while it has only grown), else a list of the store's own."""
+
+    messages: list[Message]
+    #: The History's edit count when it was recorded (None: a private copy).
+    edits: int | None
+
+    @classmethod
+    def of(cls, messages: list[Message]) -> StoredList:
+        if isinstance(messages, History):
+            return cls(messages, messages.edits)
+        return cls(messages[:], None)
+
+    def held(self) -> int:
+        return len(self.messages)
+
+    def starts(self, candidate: list[Message] | tuple[Message, ...], count: int) -> bool:
+        """True when ``candidate``'s first ``count`` messages are the stored ones."""
+        source = self.messages
+        if isinstance(source, History):
+            if source.edits != self.edits or len(source) < count:
+                return False  # the History was edited: where the stored list is, is lost
+            if candidate is source:
+                return True  # the very History, only grown since: O(1)
+            source = source[:count]
+        head = candidate[:count]
+        if len(head) != count:
+            return False
+        # same objects compare at C speed: list equality checks identity first
+        return head == source if type(head) is list else list(head) == source
 
 
 @dataclass(frozen=True)
@@ -70,22 +106,27 @@ class Known:
     content_hash: bytes | None = None
     #: A sha256 that has consumed every stored digest, to extend the hash by new ones.
     hasher: Hasher | None = None
-    #: The stored messages themselves, to recognise a list that extends them (a list of
-    #: the store's own, never changed: comparing list to list is the fastest equality).
-    messages: list[Message] | None = None
+    #: The stored messages themselves, to recognise a list that extends them.
+    stored: StoredList | None = None
     watch: MetadataWatch = MetadataWatch()
 
     def extended(
-        self, version: int, added: Sequence[Message], digests: Sequence[bytes], hasher: Hasher
+        self,
+        version: int,
+        located: StoredList,
+        added: Sequence[Message],
+        digests: Sequence[bytes],
+        hasher: Hasher,
     ) -> Known:
-        """After ``added`` (with ``digests``, consumed by ``hasher``) went after these."""
+        """After ``added`` (with ``digests``, consumed by ``hasher``) went after these:
+        what is now stored, found again through ``located``."""
         count = self.count or 0
         return Known(
             version,
             count + len(added),
             hasher.digest(),
             hasher,
-            [*self.messages, *added] if self.messages is not None else None,
+            located,
             self.watch.extended(added, digests, count),
         )
 
@@ -116,8 +157,8 @@ class SessionKnowledge:
 
     def forget(self, session_id: str) -> None:
         entry = self._entries.pop(session_id, None)
-        if entry is not None and entry.messages is not None:
-            self._held -= len(entry.messages)
+        if entry is not None and entry.stored is not None:
+            self._held -= entry.stored.held()
 
     def stored_prefix(self, session_id: str, messages: object) -> Known | None:
         """The entry when ``messages`` starts with exactly the stored messages, else None.
@@ -126,21 +167,17 @@ class SessionKnowledge:
         with metadata are re-hashed, since their dict may have been changed in place.
         """
         entry = self.get(session_id)
-        if entry is None or entry.messages is None or not isinstance(messages, list | tuple):
+        if entry is None or entry.stored is None or not isinstance(messages, list | tuple):
             return None
-        stored = entry.messages
-        prefix = messages[: len(stored)]
-        if len(prefix) < len(stored) or (
-            prefix != stored if type(prefix) is list else list(prefix) != stored
-        ):
+        if not entry.stored.starts(messages, entry.count or 0):
             return None
-        if not entry.watch.intact(stored):
+        if not entry.watch.intact(messages):
             return None
         return entry
 
     def _put(self, session_id: str, known: Known) -> None:
         self.forget(session_id)
-        held = len(known.messages) if known.messages is not None else 0
+        held = known.stored.held() if known.stored is not None else 0
         if held > self._max_messages:  # too long to keep: the hash still helps
             known = Known(known.version, known.count, known.content_hash, known.hasher)
             held = 0

@@ -184,14 +184,17 @@ def coerce_messages(
             f"messages must be a list of Message, not {type(messages).__name__}"
         )
     check_message_count(len(messages), limits)
-    # a slice copies a list (or a subclass, History) at C speed; list() iterates those
-    result = messages[:] if isinstance(messages, list) else list(messages)
+    # The caller's own list when every item already is a Message (no copy: a backend
+    # that keeps messages copies them itself); a new list when items need converting.
+    result: list[Message] = messages if isinstance(messages, list) else list(messages)
     for position in range(trusted, len(result)):
         item = result[position]
         if type(item) is not Message:
             if isinstance(item, Message):
                 pass
             elif isinstance(item, Mapping):
+                if result is messages:
+                    result = result[:]
                 item = result[position] = Message.parse(item, position=position)
             else:
                 raise InvalidMessageError(

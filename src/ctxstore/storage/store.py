@@ -73,7 +73,7 @@ class Store(AsyncClosing, ABC):
         """
         expected = rules.check_write(session_id, expected_version, user_id, self.limits)
         known = self.knowledge.stored_prefix(session_id, messages)
-        trusted = len(known.messages) if known is not None and known.messages else 0
+        trusted = (known.count or 0) if known is not None else 0
         checked = rules.coerce_messages(messages, self.limits, trusted=trusted)
         async with self._forgetting_on_conflict(session_id):
             version = await self._save(session_id, checked, known, expected, user_id)

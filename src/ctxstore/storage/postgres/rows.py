@@ -30,7 +30,8 @@ from ctxstore.models import (
     full_digest,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.knowledge import Known, MetadataWatch
+from ctxstore.storage.history import History
+from ctxstore.storage.knowledge import Known, MetadataWatch, StoredList
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.rules import Limits
 from ctxstore.tokens import TokenCounter
@@ -118,15 +119,20 @@ def activity(new: Sequence[Message], whole: Sequence[Message]) -> dict[str, Any]
 
 
 def known_after_write(
-    version: int, messages: Sequence[Message], digests: Sequence[bytes], hasher: Any
+    version: int,
+    messages: Sequence[Message],
+    digests: Sequence[bytes],
+    hasher: Any,
+    located: StoredList,
 ) -> Known:
-    """What is stored after writing ``messages`` (whose digests ``hasher`` consumed)."""
+    """What is stored after writing ``messages`` (whose digests ``hasher`` consumed),
+    found again through ``located``."""
     return Known(
         version,
         len(messages),
         hasher.digest(),
         hasher,
-        list(messages),
+        located,
         MetadataWatch().extended(messages, digests),
     )
 
@@ -138,7 +144,7 @@ _METADATA = MESSAGE_COLUMN_ORDER.index("metadata")
 
 
 def known_after_load(
-    version: int, rows: Sequence[Any], loaded: list[Message], stored_hash: bytes | None
+    version: int, rows: Sequence[Any], loaded: History, stored_hash: bytes | None
 ) -> Known:
     """What a load saw; the messages are recognised later only if the hash checks out."""
     if stored_hash is None:  # left unknown by an append: the next save recomputes it
@@ -151,7 +157,7 @@ def known_after_load(
     if hasher.digest() != stored_hash:  # e.g. rows in an older format
         return Known(version, len(rows), stored_hash)
     watch = MetadataWatch().extended(loaded, digests)
-    return Known(version, len(rows), stored_hash, hasher, loaded[:], watch)
+    return Known(version, len(rows), stored_hash, hasher, StoredList.of(loaded), watch)
 
 
 # -- documents --------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from ctxstore.models import (
 )
 from ctxstore.storage import rules
 from ctxstore.storage.history import History
-from ctxstore.storage.knowledge import Known
+from ctxstore.storage.knowledge import Known, StoredList
 from ctxstore.storage.postgres import documents, rows, sql
 from ctxstore.storage.postgres.connection import Connections
 from ctxstore.storage.postgres.reader import PostgresSessionReader
@@ -138,10 +138,17 @@ class PostgresStorage(Store):
         expected: int | None,
         user_id: str | None,
     ) -> int:
+        # Where these messages will be found again, taken before anything awaits: the
+        # caller's list may change while this save waits for the database.
+        located = StoredList.of(messages)
         if known is not None and known.hasher is not None and expected != NEW_SESSION:
-            version = await self._save_extension(session_id, messages, known, expected, user_id)
+            version = await self._save_extension(
+                session_id, messages, located, known, expected, user_id
+            )
             if version is not None:
                 return version
+        if located.edits is not None:
+            messages = messages[:]  # a History: this save's own snapshot of it
         digests = rows.digests_of(messages, self.limits)
         entry = self.knowledge.get(session_id)
         if (
@@ -165,7 +172,8 @@ class PostgresStorage(Store):
                     )
                 if version is not None:
                     self.knowledge.after_write(
-                        session_id, rows.known_after_write(version, messages, digests, hasher)
+                        session_id,
+                        rows.known_after_write(version, messages, digests, hasher, located),
                     )
                     return version
         self.knowledge.forget(session_id)
@@ -174,7 +182,7 @@ class PostgresStorage(Store):
                 driver, session_id, messages, digests, expected, user_id
             )
         self.knowledge.after_write(
-            session_id, rows.known_after_write(version, messages, digests, hasher)
+            session_id, rows.known_after_write(version, messages, digests, hasher, located)
         )
         return version
 
@@ -182,6 +190,7 @@ class PostgresStorage(Store):
         self,
         session_id: str,
         messages: list[Message],
+        located: StoredList,
         known: Known,
         expected: int | None,
         user_id: str | None,
@@ -202,7 +211,9 @@ class PostgresStorage(Store):
             )
         if version is None:
             return None
-        self.knowledge.after_write(session_id, known.extended(version, added, new.digests, hasher))
+        self.knowledge.after_write(
+            session_id, known.extended(version, located, added, new.digests, hasher)
+        )
         return version
 
     async def _append_if_unchanged(
@@ -365,13 +376,14 @@ class PostgresStorage(Store):
                 )
         start, version = int(row["start"]), int(row["version"])
         if known is not None and extended is not None and start == known.count:
+            # count and hash carry on; the messages stay with whoever holds them
             self.knowledge.after_write(
-                session_id, known.extended(version, messages, new.digests, extended)
+                session_id, Known(version, start + len(messages), extended.digest(), extended)
             )
         elif start == 0:
             fresh = hashlib.sha256(b"".join(new.digests))
             self.knowledge.after_write(
-                session_id, rows.known_after_write(version, messages, new.digests, fresh)
+                session_id, Known(version, len(messages), fresh.digest(), fresh)
             )
         else:
             self.knowledge.forget(session_id)
