@@ -20,7 +20,7 @@ from ctxstore.context.compression import (
     TokenBudget,
     extractive_summarizer,
 )
-from ctxstore.context.manager import ContextManager, RetryPolicy
+from ctxstore.context.manager import ContextManager
 from ctxstore.contract import (
     CONTEXT_VERSION,
     ContextContract,
@@ -43,7 +43,6 @@ from ctxstore.errors import (
     InvalidSessionIdError,
     MessageTooLargeError,
     MigrationError,
-    RetriesExhaustedError,
     SessionNotFoundError,
     StorageError,
     StorageTimeoutError,
@@ -141,8 +140,6 @@ __all__ = [
     "MigrationError",
     "PostgresStorage",
     "RedisStorage",
-    "RetriesExhaustedError",
-    "RetryPolicy",
     "Role",
     "SessionHead",
     "SessionNotFoundError",

@@ -163,10 +163,6 @@ class SessionNotFoundError(CtxStoreError):
         super().__init__(message or f"session {session_id!r} does not exist", session_id=session_id)
 
 
-class RetriesExhaustedError(ConflictError):
-    """Concurrent writers kept winning; the change was not applied."""
-
-
 class ContractBudgetError(InvalidInputError):
     """The required parts of the contract alone exceed the token budget."""
 

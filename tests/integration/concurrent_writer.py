@@ -1,7 +1,7 @@
 """A process of concurrent writers for the cross-process ContextManager test.
 
 Run as: python -m tests.integration.concurrent_writer URL SESSION PROCESS WRITERS TURNS
-Prints the number of successful writes.
+Prints the number of successful writes (every failure would end the process).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from ctxstore import ContextManager, Message, PostgresStorage, RetryPolicy
+from ctxstore import ContextManager, Message, PostgresStorage
 
 
 def turn_messages(process: int, writer: int, turn: int) -> list[Message]:
@@ -35,9 +35,9 @@ async def run_writers(
 
 async def main(url: str, session_id: str, process: int, writers: int, turns: int) -> None:
     async with PostgresStorage.from_url(url) as storage:
-        manager = ContextManager(storage, retry=RetryPolicy(max_attempts=200, max_delay=0.05))
+        manager = ContextManager(storage)
         written = await run_writers(manager, session_id, process, writers, turns)
-    print(written, manager.conflicts)
+    print(written)
 
 
 if __name__ == "__main__":
