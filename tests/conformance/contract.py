@@ -605,7 +605,7 @@ class VersionedContract(StorageContract):
         await storage.save("r", messages, user_id="u-r")
         await storage.save_summary("r", "前两条的总结", covers_until=1)
         await storage.save_state("r", KNEE_STATE)
-        counter = storage.token_counter  # type: ignore[attr-defined]
+        counter = storage.token_counter
         async with storage.reader("r") as reader:
             head = await reader.head()
             assert (head.exists, head.version, head.message_count, head.user_id) == (
@@ -647,6 +647,17 @@ class VersionedContract(StorageContract):
             assert await reader.newest(10, 10) == []
             assert await reader.span(0, 10) == []
             assert await reader.token_total(-1) == (0, 0)
+
+    async def test_iter_messages_streams_the_session_in_order(
+        self, storage: VersionedStorage
+    ) -> None:
+        messages = [message for index in range(7) for message in turn(index)]  # 14
+        await storage.save("export", messages)
+        streamed = [m async for m in storage.iter_messages("export", batch_size=4)]
+        assert streamed == messages
+        assert [m async for m in storage.iter_messages("nobody")] == []
+        with pytest.raises(InvalidInputError):
+            [m async for m in storage.iter_messages("export", batch_size=0)]
 
     async def test_reader_sees_one_snapshot(self, storage: VersionedStorage) -> None:
         await storage.save("snap", [*timed_turn(0), *timed_turn(1)])

@@ -6,7 +6,7 @@ storage/store.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -216,4 +216,10 @@ class VersionedStorage(ContextStorage, Protocol):
 
     def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
         """A SessionReader on one consistent snapshot, for context assembly."""
+        ...
+
+    def iter_messages(
+        self, session_id: str, *, batch_size: int = 1000
+    ) -> AsyncGenerator[Message, None]:
+        """Every message, oldest first, read ``batch_size`` at a time from one snapshot."""
         ...

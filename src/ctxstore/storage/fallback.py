@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -236,6 +236,19 @@ class FallbackStorage(AsyncClosing):
     async def snapshot(self, session_id: str) -> SessionSnapshot:
         return await self._call(lambda store: store.snapshot(session_id))
 
+    async def iter_messages(
+        self, session_id: str, *, batch_size: int = 1000
+    ) -> AsyncGenerator[Message, None]:
+        """The serving side's messages, streamed (chosen when the first batch is read)."""
+        async with AsyncExitStack() as stack:
+            stream = await self._call(
+                lambda store: _first_batch(stack, store, session_id, batch_size)
+            )
+            for message in stream.first:
+                yield message
+            async for message in stream.rest:
+                yield message
+
     @asynccontextmanager
     async def reader(self, session_id: str) -> AsyncIterator[SessionReader]:
         """The serving side's reader (chosen when it is opened)."""
@@ -380,6 +393,26 @@ class FallbackStorage(AsyncClosing):
                     covers_until=summary.covers_until,
                     token_count=summary.token_count,
                 )
+
+
+@dataclass
+class _Stream:
+    first: list[Message]
+    rest: AsyncGenerator[Message, None]
+
+
+async def _first_batch(
+    stack: AsyncExitStack, store: Store, session_id: str, batch_size: int
+) -> _Stream:
+    """Open ``store``'s stream and read its first batch: where a failover would happen."""
+    stream = store.iter_messages(session_id, batch_size=batch_size)
+    stack.push_async_callback(stream.aclose)
+    first: list[Message] = []
+    async for message in stream:
+        first.append(message)
+        if len(first) == batch_size:
+            break
+    return _Stream(first, stream)
 
 
 def _common_prefix(left: Sequence[Message], right: Sequence[Message]) -> int:

@@ -111,6 +111,12 @@ def check_write(
     return check_expected_version(expected_version)
 
 
+def check_batch_size(batch_size: object) -> int:
+    if type(batch_size) is not int or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be a positive int, not {batch_size!r}")
+    return batch_size
+
+
 def check_ttl(ttl: object) -> timedelta | None:
     if ttl is None:
         return None

@@ -11,7 +11,7 @@ FallbackStorage accept and reject exactly the same inputs, the same way.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any
@@ -194,6 +194,23 @@ class Store(AsyncClosing, ABC):
         """A SessionReader on one consistent snapshot, for context assembly."""
         rules.check_session_id(session_id, self.limits)
         return self._reader(session_id)
+
+    async def iter_messages(
+        self, session_id: str, *, batch_size: int = 1000
+    ) -> AsyncGenerator[Message, None]:
+        """Every message of the session, oldest first, ``batch_size`` at a time.
+
+        For exports: memory stays bounded by a batch whatever the session's length, and
+        every batch comes from the same snapshot (on PostgreSQL one REPEATABLE READ
+        transaction, so the whole export must fit in ``operation_timeout``).
+        """
+        rules.check_session_id(session_id, self.limits)
+        rules.check_batch_size(batch_size)
+        async with self.reader(session_id) as reader:
+            head = await reader.head()
+            for start in range(0, head.message_count, batch_size):
+                for message in await reader.span(start, start + batch_size):
+                    yield message
 
     # -- shared by the public methods -----------------------------------------------------------
 

@@ -24,6 +24,13 @@ class Connections:
         self.operation_timeout = operation_timeout
         #: Reads that were retried after their connection died (observable).
         self.read_retries = 0
+        # The pool's own queue is not first come, first served: a task returning a
+        # connection takes it back before the waiter it woke runs, so under load one
+        # caller can wait past pool_timeout while others go round again and again.
+        # asyncio's semaphore is (a newcomer never overtakes a waiter): callers beyond
+        # the pool's size queue here in order, bounded only by operation_timeout.
+        size = _pool_size(engine)
+        self._turns = asyncio.Semaphore(size) if size else None
 
     @asynccontextmanager
     async def driver(self) -> AsyncIterator[Driver]:
@@ -33,7 +40,14 @@ class Connections:
         overhead on every one-statement call.  A connection that broke, timed out or was
         cancelled mid-call is invalidated, so the pool never hands it out again.
         """
-        fairy = await greenlet_spawn(self.engine.sync_engine.raw_connection)
+        if self._turns is not None:
+            await self._turns.acquire()
+        try:
+            fairy = await greenlet_spawn(self.engine.sync_engine.raw_connection)
+        except BaseException:
+            if self._turns is not None:
+                self._turns.release()
+            raise
         try:
             driver = fairy.driver_connection
             try:
@@ -47,7 +61,11 @@ class Connections:
                     await greenlet_spawn(fairy.invalidate)
                 raise
         finally:
-            await greenlet_spawn(fairy.close)
+            try:
+                await greenlet_spawn(fairy.close)
+            finally:
+                if self._turns is not None:
+                    self._turns.release()
 
     @asynccontextmanager
     async def guard(
@@ -86,3 +104,13 @@ class Connections:
                     raise
                 self.read_retries += 1
         raise AssertionError("unreachable")
+
+
+def _pool_size(engine: AsyncEngine) -> int:
+    """How many connections the engine's pool lends at once (0: unbounded, no pool)."""
+    pool = engine.sync_engine.pool
+    size = getattr(pool, "size", None)
+    if not callable(size):
+        return 0  # NullPool and friends: every checkout opens a connection
+    overflow = getattr(pool, "_max_overflow", 0)
+    return int(size()) + max(int(overflow), 0)
