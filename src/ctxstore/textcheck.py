@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 _FORBIDDEN = re.compile("[\x00\ud800-\udfff]")
@@ -40,34 +39,49 @@ def utf8_size_exceeds(value: str, limit: int) -> bool:
     return len(value.encode("utf-8", "surrogatepass")) > limit
 
 
-def json_problem(value: Any, depth: int = 0, path: str = "$") -> str | None:
-    """Return why a JSON-like value cannot be stored as jsonb, or None when it can."""
-    if depth > MAX_JSON_DEPTH:
-        return f"{path}: nested deeper than {MAX_JSON_DEPTH} levels"
-    if isinstance(value, str):
+#: JSON numbers every peer reads exactly (Go's int64, PostgreSQL's jsonb; int64 is what
+#: the Go service writes).
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+def json_problem(
+    value: Any, max_depth: int = MAX_JSON_DEPTH, depth: int = 0, path: str = "$"
+) -> str | None:
+    """Why ``value`` is not a JSON value every backend stores and returns unchanged.
+
+    Only JSON's own types: dict with string keys, list, str, bool, None, ints within
+    signed 64 bits and finite floats.  Tuples, sets, ranges and bytes would come back as
+    something else (or not at all), so they are refused everywhere.
+    """
+    if depth > max_depth:
+        return f"{path}: nested deeper than {max_depth} levels"
+    kind = type(value)
+    if kind is str:
         problem = text_problem(value)
         return f"{path}: {problem}" if problem else None
-    if value is None or isinstance(value, bool | int):
+    if value is None or kind is bool:
         return None
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return f"{path}: NaN and infinity are not JSON"
+    if kind is int:
+        if not _INT_MIN <= value <= _INT_MAX:
+            return f"{path}: integer outside signed 64 bits"
         return None
-    if isinstance(value, Mapping):
+    if kind is float:
+        return None if math.isfinite(value) else f"{path}: NaN and infinity are not JSON"
+    if kind is dict:
         for key, item in value.items():
-            if not isinstance(key, str):
+            if type(key) is not str:
                 return f"{path}: key {key!r} is not a string"
             problem = text_problem(key)
             if problem:
                 return f"{path}: key {problem}"
-            problem = json_problem(item, depth + 1, f"{path}.{key}")
+            problem = json_problem(item, max_depth, depth + 1, f"{path}.{key}")
             if problem:
                 return problem
         return None
-    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+    if kind is list:
         for index, item in enumerate(value):
-            problem = json_problem(item, depth + 1, f"{path}[{index}]")
+            problem = json_problem(item, max_depth, depth + 1, f"{path}[{index}]")
             if problem:
                 return problem
         return None
-    return f"{path}: {type(value).__name__} is not a JSON value"
+    return f"{path}: {kind.__name__} is not a JSON value"

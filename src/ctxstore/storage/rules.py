@@ -13,7 +13,6 @@ errors they raise are built here, so they read the same everywhere.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,14 +29,10 @@ from ctxstore.errors import (
     TooManyMessagesError,
 )
 from ctxstore.models import ROLES, ConsultationState, Message, UserProfile
-from ctxstore.textcheck import text_problem, utf8_size_exceeds
+from ctxstore.textcheck import json_problem, text_problem, utf8_size_exceeds
 
 #: ``expected_version`` meaning "must not exist yet".
 NEW_SESSION = 0
-
-#: JSON numbers every peer reads exactly (Go's int64, PostgreSQL's jsonb, JavaScript's
-#: BigInt-free parsers read up to 2**53; int64 is what the Go service writes).
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -126,47 +121,6 @@ def check_ttl(ttl: object) -> timedelta | None:
 
 
 # -- JSON values ---------------------------------------------------------------------------
-
-
-def json_problem(value: Any, max_depth: int, depth: int = 0, path: str = "$") -> str | None:
-    """Why ``value`` is not a JSON value every backend stores and returns unchanged.
-
-    Only JSON's own types: dict with string keys, list, str, bool, None, ints within
-    signed 64 bits and finite floats.  Tuples, sets, ranges and bytes would come back as
-    something else (or not at all), so they are refused everywhere.
-    """
-    if depth > max_depth:
-        return f"{path}: nested deeper than {max_depth} levels"
-    kind = type(value)
-    if kind is str:
-        problem = text_problem(value)
-        return f"{path}: {problem}" if problem else None
-    if value is None or kind is bool:
-        return None
-    if kind is int:
-        if not _INT_MIN <= value <= _INT_MAX:
-            return f"{path}: integer outside signed 64 bits"
-        return None
-    if kind is float:
-        return None if math.isfinite(value) else f"{path}: NaN and infinity are not JSON"
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                return f"{path}: key {key!r} is not a string"
-            problem = text_problem(key)
-            if problem:
-                return f"{path}: key {problem}"
-            problem = json_problem(item, max_depth, depth + 1, f"{path}.{key}")
-            if problem:
-                return problem
-        return None
-    if kind is list:
-        for index, item in enumerate(value):
-            problem = json_problem(item, max_depth, depth + 1, f"{path}[{index}]")
-            if problem:
-                return problem
-        return None
-    return f"{path}: {kind.__name__} is not a JSON value"
 
 
 def json_bytes(value: Any) -> int:
