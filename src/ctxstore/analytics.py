@@ -120,6 +120,9 @@ ALL_TIME_SQL: dict[str, str] = {
 }
 
 REPORTS = tuple(REPORT_SQL)
+#: Rows a frequency report may list: far more than anyone reads, so a mistyped limit fails
+#: with a clear error instead of PostgreSQL's (LIMIT is a signed 64-bit integer).
+MAX_LIMIT = 1_000_000
 Format = Literal["table", "json", "csv"]
 
 
@@ -227,6 +230,11 @@ async def run_report(
         raise InvalidInputError(f"unknown report {name!r}; choose from {', '.join(REPORTS)}")
     if per not in ("day", "week"):
         raise InvalidInputError("per must be 'day' or 'week'")
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(
+            f"limit must be an integer from 1 to {MAX_LIMIT:,} (rows of a frequency report), "
+            f"not {limit!r}"
+        )
     parameters: dict[str, Any] = {"since": since, "until": until}
     if name == "red-flags":
         parameters["bucket"] = per

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -17,7 +18,8 @@ from sqlalchemy import URL
 from ctxstore.analytics import REPORTS
 from ctxstore.db import migrations
 from ctxstore.db.engine import DATABASE_URL_ENV, create_engine, redact, url_from_environment
-from ctxstore.errors import ConfigurationError, CtxStoreError
+from ctxstore.db.errors import schema_missing, translated
+from ctxstore.errors import ConfigurationError, CtxStoreError, SchemaMissingError
 from ctxstore.storage.postgres import PostgresStorage
 
 
@@ -47,6 +49,7 @@ def _build_parser() -> argparse.ArgumentParser:
     for sub in (up, down):
         sub.add_argument(
             "--lock-timeout",
+            type=_duration,
             help="how long DDL may wait for a table lock before failing (default 5s)",
         )
 
@@ -55,7 +58,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="rewrite every stored row in the current formats (resumable, safe while live)",
     )
     _add_database_url(upgrade_data)
-    upgrade_data.add_argument("--batch-size", type=int, default=500)
+    upgrade_data.add_argument("--batch-size", type=_positive_int, default=500)
 
     importer = commands.add_parser(
         "import-redis", help="copy sessions from the original Go service's Redis"
@@ -63,7 +66,19 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_database_url(importer)
     importer.add_argument("--redis-url", required=True, help="redis://host:6379/0")
     importer.add_argument("--prefix", default="ctx:session", help="key prefix (ctx:session)")
-    importer.add_argument("--concurrency", type=int, default=8)
+    importer.add_argument("--concurrency", type=_positive_int, default=8)
+    importer.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace PostgreSQL's messages with Redis's where the two diverged "
+        "(default: report those sessions and leave both sides as they are)",
+    )
+    importer.add_argument(
+        "--carry-ttl",
+        action="store_true",
+        help="a session the import writes expires when its Redis key would "
+        "(a key without a TTL: never)",
+    )
 
     analytics = commands.add_parser(
         "analytics", help="reports over consultations (reads the analytics views only)"
@@ -80,13 +95,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "seed-sample", help="write realistic sample consultations through the public API"
     )
     _add_database_url(seed)
-    seed.add_argument("--sessions", type=int, required=True)
+    seed.add_argument("--sessions", type=_positive_int, required=True)
     seed.add_argument("--seed", type=int, default=7)
-    seed.add_argument("--concurrency", type=int, default=8)
+    seed.add_argument("--concurrency", type=_positive_int, default=8)
 
     purge = commands.add_parser("purge-expired", help="delete expired sessions in batches")
     _add_database_url(purge)
-    purge.add_argument("--batch-size", type=int, default=1000)
+    purge.add_argument("--batch-size", type=_positive_int, default=1000)
 
     contract = commands.add_parser("contract", help="the Context Contract")
     contract_commands = contract.add_subparsers(dest="contract_command", required=True)
@@ -150,7 +165,34 @@ def _timestamp(value: str) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO date or timestamp: {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    try:
+        parsed.astimezone(UTC)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{value!r} is outside years 1-9999 in UTC") from None
+    return parsed
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value!r}")
+    return number
+
+
+_DURATION = re.compile(r"\d+(\.\d+)?\s*(us|ms|s|min|h|d)?")
+
+
+def _duration(value: str) -> str:
+    """A PostgreSQL duration setting such as 5s, 500ms or 2min (a bare number: ms)."""
+    if not _DURATION.fullmatch(value.strip()):
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {value!r} (e.g. 5s, 500ms, 2min; a bare number is milliseconds)"
+        )
+    return value.strip()
 
 
 async def _analytics(url: URL, args: argparse.Namespace) -> int:
@@ -181,8 +223,11 @@ async def _seed(url: URL, args: argparse.Namespace) -> int:
 async def _purge(url: URL, args: argparse.Namespace) -> int:
     from ctxstore.expiry import purge_expired  # noqa: PLC0415
 
-    async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
-        report = await purge_expired(driver, batch_size=args.batch_size)
+    # The raw connection's checkout is not translated by the store: a missing database
+    # or a refused login would otherwise end in a traceback.
+    with translated("purge-expired"):
+        async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
+            report = await purge_expired(driver, batch_size=args.batch_size)
     print(report.summary())
     return 0
 
@@ -190,8 +235,9 @@ async def _purge(url: URL, args: argparse.Namespace) -> int:
 async def _upgrade_data(url: URL, args: argparse.Namespace) -> int:
     from ctxstore.upgrade import upgrade_data  # noqa: PLC0415
 
-    async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
-        report = await upgrade_data(driver, batch_size=args.batch_size)
+    with translated("upgrade-data"):  # as in _purge
+        async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
+            report = await upgrade_data(driver, batch_size=args.batch_size)
     print(report.summary())
     return 1 if report.failed else 0
 
@@ -205,11 +251,21 @@ async def _import_redis(url: URL, args: argparse.Namespace) -> int:
         ) from None
     from ctxstore.redis_import import import_redis  # noqa: PLC0415
 
-    client = redis_asyncio.from_url(args.redis_url, socket_timeout=10, socket_connect_timeout=5)
+    try:
+        client = redis_asyncio.from_url(args.redis_url, socket_timeout=10, socket_connect_timeout=5)
+    except ValueError as error:  # redis-py's URL parsing; its messages hold no password
+        raise ConfigurationError(
+            f"--redis-url is not a usable Redis URL ({error}): use redis://host:6379/0"
+        ) from None
     try:
         async with PostgresStorage.from_url(url) as storage:
             report = await import_redis(
-                client, storage, prefix=args.prefix, concurrency=args.concurrency
+                client,
+                storage,
+                prefix=args.prefix,
+                concurrency=args.concurrency,
+                overwrite=args.overwrite,
+                carry_ttl=args.carry_ttl,
             )
     finally:
         await client.aclose()
@@ -222,9 +278,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
         return _run(args)
+    except SchemaMissingError as error:
+        print(f"ctxstore: error: {_with_revision(error, args)}", file=sys.stderr)
+        return 1
     except CtxStoreError as error:
         print(f"ctxstore: error: {error}", file=sys.stderr)
         return 1
+
+
+def _with_revision(error: SchemaMissingError, args: argparse.Namespace) -> CtxStoreError:
+    """The error again with the database's revision, read best-effort with one query."""
+    if error.details.get("revision_read"):
+        return error
+    try:
+        current = migrations.current(url_from_environment(getattr(args, "database_url", None)))
+    except CtxStoreError:
+        return error  # it already says to run `ctxstore db current`
+    return schema_missing(
+        str(error.details.get("action")),
+        str(error.details.get("reason")),
+        sqlstate=error.details.get("sqlstate"),
+        current=current,
+    )
 
 
 if __name__ == "__main__":

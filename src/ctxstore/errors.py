@@ -151,8 +151,36 @@ class EmbeddedServerUnavailableError(ConfigurationError):
     """The embedded PostgreSQL server cannot run here."""
 
 
+class DatabaseNotFoundError(ConfigurationError):
+    """The database named in the URL does not exist on the server."""
+
+    def __init__(self, message: str | None = None, *, database: str | None = None) -> None:
+        self.database = database
+        super().__init__(message, database=database)
+
+
 class MigrationError(CtxStoreError):
     """A schema migration failed."""
+
+
+class SchemaMissingError(MigrationError):
+    """The database has no ctxstore schema, or an older one: run `ctxstore db upgrade`."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        current_revision: str | None = None,
+        head_revision: str | None = None,
+        **details: Any,
+    ) -> None:
+        #: The database's revision when it was read (None: no schema at all).
+        self.current_revision = current_revision
+        #: The revision this ctxstore needs (None when it could not be read).
+        self.head_revision = head_revision
+        super().__init__(
+            message, current_revision=current_revision, head_revision=head_revision, **details
+        )
 
 
 class SessionNotFoundError(CtxStoreError):

@@ -227,14 +227,20 @@ class _Document(BaseModel):
 
     @classmethod
     def parse(cls, data: Any) -> Any:
-        """Validate ``data`` (a mapping or an instance), raising InvalidInputError."""
+        """Validate ``data`` (a mapping or an instance), raising InvalidInputError.
+
+        Unknown fields are kept as given, so they must already be plain JSON: serializing
+        would turn sets and tuples into lists, NaN into null and int keys into strings, and
+        fail with pydantic's own errors on objects it doesn't know, nesting of 255+ levels
+        and integers of more than 4,300 digits.  They are checked first, without recursion.
+        """
         if isinstance(data, cls):
-            data = data.model_dump(mode="json")
+            data = _dumped(data)
         try:
             document = cls.model_validate(data)
         except ValidationError as error:
             raise InvalidInputError(f"{cls.__name__}: {_describe(error)}") from error
-        problem = json_problem(document.model_dump(mode="json"))
+        problem = json_problem(_dumped(document))
         if problem:
             raise InvalidInputError(f"{cls.__name__}: {problem}")
         return document
@@ -242,6 +248,30 @@ class _Document(BaseModel):
     def document(self) -> dict[str, Any]:
         """The JSON document as stored, unknown fields included."""
         return self.model_dump(mode="json")
+
+
+def _dumped(document: _Document) -> dict[str, Any]:
+    """``document`` as JSON, or InvalidInputError when its unknown fields are not JSON."""
+    kind = type(document).__name__
+    for key, value in (document.__pydantic_extra__ or {}).items():
+        problem = _plain_json_problem(key, value)
+        if problem:
+            raise InvalidInputError(f"{kind}: {problem}")
+    try:
+        return document.model_dump(mode="json")
+    except (ValueError, RecursionError) as error:  # PydanticSerializationError is a ValueError
+        raise InvalidInputError(f"{kind}: cannot be stored as JSON: {error}") from None
+
+
+def _plain_json_problem(name: object, value: Any) -> str | None:
+    """Why the unknown field ``name`` is not plain JSON, or None (the same rule as message
+    metadata, depth counted from the document)."""
+    if type(name) is not str:
+        return f"a field name of type {type(name).__name__} is not a string"
+    problem = text_problem(name)
+    if problem:
+        return f"$: key {problem}"
+    return json_problem(value, depth=1, path=f"$.{name}")
 
 
 class ConsultationState(_Document):

@@ -51,37 +51,41 @@ def json_problem(
 
     Only JSON's own types: dict with string keys, list, str, bool, None, ints within
     signed 64 bits and finite floats.  Tuples, sets, ranges and bytes would come back as
-    something else (or not at all), so they are refused everywhere.
+    something else (or not at all), so they are refused everywhere.  Walked with a stack,
+    not recursion, so no nesting can exhaust Python's; reports the first problem in
+    document order.
     """
-    if depth > max_depth:
-        return f"{path}: nested deeper than {max_depth} levels"
-    kind = type(value)
-    if kind is str:
-        problem = text_problem(value)
-        return f"{path}: {problem}" if problem else None
-    if value is None or kind is bool:
-        return None
-    if kind is int:
-        if not _INT_MIN <= value <= _INT_MAX:
-            return f"{path}: integer outside signed 64 bits"
-        return None
-    if kind is float:
-        return None if math.isfinite(value) else f"{path}: NaN and infinity are not JSON"
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                return f"{path}: key {key!r} is not a string"
-            problem = text_problem(key)
+    pending: list[tuple[Any, int, str]] = [(value, depth, path)]
+    while pending:
+        item, level, where = pending.pop()
+        if level > max_depth:
+            return f"{where}: nested deeper than {max_depth} levels"
+        kind = type(item)
+        if kind is str:
+            problem = text_problem(item)
             if problem:
-                return f"{path}: key {problem}"
-            problem = json_problem(item, max_depth, depth + 1, f"{path}.{key}")
-            if problem:
-                return problem
-        return None
-    if kind is list:
-        for index, item in enumerate(value):
-            problem = json_problem(item, max_depth, depth + 1, f"{path}[{index}]")
-            if problem:
-                return problem
-        return None
-    return f"{path}: {kind.__name__} is not a JSON value"
+                return f"{where}: {problem}"
+        elif kind is int:
+            if not _INT_MIN <= item <= _INT_MAX:
+                return f"{where}: integer outside signed 64 bits"
+        elif kind is float:
+            if not math.isfinite(item):
+                return f"{where}: NaN and infinity are not JSON"
+        elif kind is dict:
+            children: list[tuple[Any, int, str]] = []
+            for key, child in item.items():
+                if type(key) is not str:
+                    return f"{where}: key {key!r} is not a string"
+                problem = text_problem(key)
+                if problem:
+                    return f"{where}: key {problem}"
+                children.append((child, level + 1, f"{where}.{key}"))
+            pending.extend(reversed(children))
+        elif kind is list:
+            pending.extend(
+                (child, level + 1, f"{where}[{index}]")
+                for index, child in reversed(list(enumerate(item)))
+            )
+        elif item is not None and kind is not bool:
+            return f"{where}: {kind.__name__} is not a JSON value"
+    return None

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from ctxstore import (
+    ConsultationState,
     CtxStoreError,
     FallbackStorage,
     InputTooLargeError,
@@ -165,6 +166,18 @@ def nested(depth: int) -> dict[str, Any]:
     for _ in range(depth):
         value = {"d": value}
     return value
+
+
+def nested_lists(depth: int) -> list[Any]:
+    """``depth`` lists around a leaf list."""
+    value: list[Any] = [1]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class Unknown:
+    """An object no JSON encoder knows."""
 
 
 @cache
@@ -379,6 +392,11 @@ def save_of_many(name: str, count: int) -> Case:
 
 
 PLUS_8 = timezone(timedelta(hours=8))
+PLUS_053015 = timezone(timedelta(hours=5, minutes=30, seconds=15))
+MINUS_030259 = timezone(-timedelta(hours=3, minutes=2, seconds=59))
+PLUS_1_SECOND = timezone(timedelta(seconds=1))
+PLUS_1_MICROSECOND = timezone(timedelta(hours=1, microseconds=1))
+HUGE = 10**5000  # past the 4,300 digits int() and str() convert by default
 PLUS_0545 = timezone(timedelta(hours=5, minutes=45))
 MINUS_5 = timezone(timedelta(hours=-5))
 LIMIT = DEFAULTS.max_message_bytes
@@ -576,6 +594,119 @@ CASES: list[Case] = [
     ),
     bad_user_id("NUL in a user id", "u\x00"),
     bad_user_id("256-character user id", "u" * 256),
+    # -- added with "every exception is a ctxstore error" ------------------------------------
+    *(
+        state_case(
+            f"state nested {depth:,} deep in an unknown field",
+            lambda depth=depth: {"stage": "x", "extra": nested(depth)},
+            InvalidInputError,
+        )
+        for depth in (255, 1_000, 10_000)
+    ),
+    state_case(
+        "state nested 10,000 lists deep in an unknown field",
+        lambda: {"stage": "x", "extra": nested_lists(10_000)},
+        InvalidInputError,
+    ),
+    *(
+        profile_case(
+            f"profile nested {depth:,} deep in an unknown field",
+            lambda depth=depth: {"age": 30, "extra": nested(depth)},
+            InvalidInputError,
+        )
+        for depth in (255, 1_000, 10_000)
+    ),
+    *(
+        rejected_messages(
+            f"metadata nested {depth:,} deep",
+            user(metadata=nested(depth)),
+            outcome=InvalidMessageError,
+        )
+        for depth in (255, 1_000, 10_000)
+    ),
+    rejected_messages(
+        "metadata nested 10,000 lists deep",
+        user(metadata={"l": nested_lists(10_000)}),
+        outcome=InvalidMessageError,
+    ),
+    rejected_messages(
+        "a message built with model_construct holding metadata nested 10,000 deep",
+        bypassing_validation(metadata=nested(10_000)),
+        outcome=InvalidMessageError,
+    ),
+    state_case(
+        "an unknown object in an unknown state field",
+        lambda: {"stage": "x", "extra": Unknown()},
+        InvalidInputError,
+    ),
+    state_case(
+        "a ConsultationState holding an unknown object in an unknown field",
+        lambda: ConsultationState(stage="x", extra={"deep": [Unknown()]}),
+        InvalidInputError,
+    ),
+    profile_case(
+        "an unknown object in an unknown profile field",
+        lambda: {"age": 30, "extra": [Unknown()]},
+        InvalidInputError,
+    ),
+    rejected_messages(
+        "an unknown object in metadata",
+        user(metadata={"o": Unknown()}),
+        outcome=InvalidMessageError,
+    ),
+    state_case(
+        "a set in an unknown state field", lambda: {"stage": "x", "s": {1, 2}}, InvalidInputError
+    ),
+    profile_case(
+        "a tuple in an unknown profile field", lambda: {"age": 30, "t": (1, 2)}, InvalidInputError
+    ),
+    state_case(
+        "a datetime in an unknown state field",
+        lambda: {"stage": "x", "seen": datetime(2026, 1, 1, tzinfo=PLUS_8)},
+        InvalidInputError,
+    ),
+    profile_case(
+        "NaN in an unknown profile field",
+        lambda: {"age": 30, "score": float("nan")},
+        InvalidInputError,
+    ),
+    state_case(
+        "an integer key in an unknown state field",
+        lambda: {"stage": "x", "by_day": {1: "a"}},
+        InvalidInputError,
+    ),
+    state_case(
+        "a 5,001-digit integer in an unknown state field",
+        lambda: {"stage": "x", "n": HUGE},
+        InvalidInputError,
+    ),
+    profile_case(
+        "a 5,001-digit integer in an unknown profile field",
+        lambda: {"age": 30, "n": [HUGE]},
+        InvalidInputError,
+    ),
+    state_case(
+        "a 5,001-digit integer as pain level",
+        lambda: {"stage": "x", "pain_level": HUGE},
+        InvalidInputError,
+    ),
+    profile_case("a 5,001-digit string as age", lambda: {"age": "9" * 5001}, InvalidInputError),
+    rejected_messages(
+        "UTC offsets with seconds (+05:30:15, -03:02:59)",
+        user(timestamp=datetime(2026, 11, 29, 8, 15, 2, 123456, tzinfo=PLUS_053015)),
+        user(timestamp=datetime(1, 1, 1, tzinfo=MINUS_030259)),
+        outcome=InvalidMessageError,
+    ),
+    rejected_messages(
+        "a UTC offset with microseconds (+01:00:00.000001)",
+        user(timestamp=datetime(2026, 1, 1, tzinfo=PLUS_1_MICROSECOND)),
+        outcome=InvalidMessageError,
+    ),
+    rejected_messages(
+        "year-1 timestamp with a +00:00:01 offset (a second before year 1 in UTC)",
+        user(timestamp=datetime(1, 1, 1, tzinfo=PLUS_1_SECOND)),
+        outcome=InvalidMessageError,
+    ),
 ]
 
 

@@ -196,12 +196,13 @@ async def test_import_twice_equals_import_once(
 ) -> None:
     client = redis_client
     first = await import_redis(client, pg_storage, prefix=go_redis.prefix, show=False)
-    assert (first.imported, first.unchanged) == (40, 0)
+    assert (first.imported, first.appended, first.unchanged, first.diverged) == (40, 0, 0, [])
     assert len(first.failed) == 1 and "broken" in first.failed[0]
     assert len(first.skipped) == 1 and "a-hash" in first.skipped[0]
     once = await table_dump(pg_storage)
     second = await import_redis(client, pg_storage, prefix=go_redis.prefix, show=False)
-    assert (second.imported, second.unchanged) == (0, 40)
+    assert (second.imported, second.appended, second.unchanged) == (0, 0, 40)
+    assert second.diverged == []
     assert await table_dump(pg_storage) == once
     loaded = await pg_storage.load("go-000")
     assert [(m.role, m.content) for m in loaded] == [
@@ -229,9 +230,9 @@ async def test_import_redis_command(
         subprocess.run, command, cwd=REPO, env=env, capture_output=True, text=True, check=False
     )
     assert first.returncode == 1  # one session failed, and the command says so
-    assert "40 imported, 0 unchanged, 1 skipped, 1 failed" in first.stdout
+    assert "40 imported, 0 appended, 0 unchanged, 0 diverged, 1 skipped, 1 failed" in first.stdout
     assert "importing sessions [" in first.stderr  # the progress bar
     second = await asyncio.to_thread(
         subprocess.run, command, cwd=REPO, env=env, capture_output=True, text=True, check=False
     )
-    assert "0 imported, 40 unchanged" in second.stdout
+    assert "0 imported, 0 appended, 40 unchanged, 0 diverged" in second.stdout

@@ -18,6 +18,14 @@ from ctxstore.errors import ConfigurationError
 
 DATABASE_URL_ENV = "CTXSTORE_DATABASE_URL"
 _ACCEPTED_DRIVERS = {"postgresql", "postgres", "postgresql+asyncpg", "postgresql+psycopg2"}
+_MAX_PORT = 65535
+#: URL query options asyncpg takes as text; its other options are EngineSettings, and one
+#: it does not know would fail every connect with a TypeError.  libpq's sslmode is ssl.
+_URL_OPTIONS = frozenset(
+    {"ssl", "host", "passfile", "target_session_attrs", "krbsrvname", "gsslib"}
+    | {"prepared_statement_cache_size"}  # read by SQLAlchemy's asyncpg dialect
+)
+_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
 def normalize_url(raw: str | URL) -> URL:
@@ -26,12 +34,49 @@ def normalize_url(raw: str | URL) -> URL:
         url = make_url(raw) if isinstance(raw, str) else raw
     except ArgumentError as error:
         raise ConfigurationError(f"not a database URL: {error}") from None
+    except ValueError:
+        # make_url's int() of the port; its message would not say which part is wrong.
+        raise ConfigurationError(
+            "not a database URL: its host:port can't be read, the port must be a number "
+            "(postgresql://user:password@host:5432/dbname)"
+        ) from None
     if url.drivername not in _ACCEPTED_DRIVERS:
         raise ConfigurationError(
             f"unsupported database URL scheme {url.drivername!r}: use postgresql:// "
             "or postgresql+asyncpg://"
         )
-    return url.set(drivername="postgresql+asyncpg")
+    if url.port is not None and not 0 < url.port <= _MAX_PORT:
+        raise ConfigurationError(
+            f"the database URL's port {url.port} is outside 1-{_MAX_PORT} (PostgreSQL's "
+            "default is 5432)"
+        )
+    return url.set(drivername="postgresql+asyncpg", query=_checked_options(url))
+
+
+def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
+    options = dict(url.query)
+    if "sslmode" in options:
+        if "ssl" in options:
+            raise ConfigurationError("the database URL gives both ssl and sslmode: keep one")
+        options["ssl"] = options.pop("sslmode")
+    unknown = sorted(set(options) - _URL_OPTIONS)
+    if unknown:
+        accepted = ", ".join(sorted(_URL_OPTIONS | {"sslmode"}))
+        raise ConfigurationError(
+            f"unknown database URL option {unknown[0]!r}: the URL may set {accepted}; "
+            "timeouts and the application name are EngineSettings"
+        )
+    ssl = options.get("ssl")
+    if ssl is not None and ssl not in _SSL_MODES:
+        raise ConfigurationError(
+            f"the database URL's sslmode must be one of {', '.join(_SSL_MODES)}, not {ssl!r}"
+        )
+    cache_size = options.get("prepared_statement_cache_size")
+    if cache_size is not None and not (isinstance(cache_size, str) and cache_size.isdigit()):
+        raise ConfigurationError(
+            "the database URL's prepared_statement_cache_size must be a non-negative integer"
+        )
+    return options
 
 
 def redact(url: str | URL) -> str:

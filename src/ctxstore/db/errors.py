@@ -6,15 +6,22 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Final
 
 from sqlalchemy import exc as sa_exc
 
 from ctxstore.errors import (
+    ConfigurationError,
     ConflictError,
     CtxStoreError,
+    DatabaseNotFoundError,
     InvalidInputError,
+    SchemaMissingError,
     SessionNotFoundError,
     StorageError,
     StorageTimeoutError,
@@ -25,12 +32,22 @@ from ctxstore.errors import (
 _UNAVAILABLE_CLASSES = ("08", "53", "57P", "58")
 _TIMEOUT_CODES = {"57014", "55P03", "25P03"}  # query_canceled, lock_not_available, idle tx
 _INVALID_INPUT_CODES = {
+    "22000",  # data_exception: asyncpg's own, for a parameter it cannot encode
+    "22008",  # datetime_field_overflow
+    "2201W",  # invalid_row_count_in_limit_clause
     "22021",  # character_not_in_repertoire
     "22P05",  # untranslatable_character (\u0000 in jsonb)
     "22001",  # string_data_right_truncation
     "22003",  # numeric_value_out_of_range
     "54000",  # program_limit_exceeded (e.g. a value too large to index)
 }
+# A table or column this code uses is not there: the schema is missing or behind.
+_SCHEMA_CODES = {"42P01", "42703"}  # undefined_table, undefined_column
+_MISSING_DATABASE = "3D000"  # invalid_catalog_name
+_LOGIN_CLASS = "28"  # invalid_authorization_specification, invalid_password
+
+#: ``current`` of :func:`schema_missing` when the database's revision was not read.
+UNREAD: Final = "unread"
 
 
 def _sqlstate(error: BaseException) -> str | None:
@@ -41,6 +58,87 @@ def _sqlstate(error: BaseException) -> str | None:
     return None
 
 
+def _server_message(error: BaseException) -> str | None:
+    """The server's own message (asyncpg's exception), without SQLAlchemy's statement text.
+
+    Used only for errors whose message names objects, never values: a missing table,
+    column or database, a refused login.
+    """
+    seen: list[BaseException] = []
+    candidate: BaseException | None = error
+    while candidate is not None and candidate not in seen and len(seen) < 4:
+        seen.append(candidate)
+        if type(candidate).__module__.startswith("asyncpg"):
+            return str(candidate) or None
+        orig = getattr(candidate, "orig", None)
+        candidate = orig if isinstance(orig, BaseException) else candidate.__cause__
+    return None
+
+
+@cache
+def _head_revision() -> str | None:
+    """The newest migration this code ships, best-effort (None when it can't be read)."""
+    # Alembic is imported here, on this error path only.  The folders are those of
+    # migrations.script_location, which can't be imported here: it imports this module.
+    from alembic.script import ScriptDirectory  # noqa: PLC0415
+
+    package_dir = Path(__file__).resolve().parent.parent
+    for folder in (package_dir / "_alembic", package_dir.parent.parent / "alembic"):
+        if (folder / "env.py").is_file():
+            try:
+                heads = ScriptDirectory(str(folder)).get_heads()
+            except Exception:  # the error being translated matters more than this detail
+                return None
+            return heads[0] if len(heads) == 1 else None
+    return None
+
+
+def schema_missing(
+    action: str, reason: str, *, sqlstate: str | None = None, current: str | None = UNREAD
+) -> SchemaMissingError:
+    """The error for a database whose schema is missing or older than this code.
+
+    ``current``: the database's revision (None: no schema at all), or UNREAD when it was
+    not read (translation happens where no query can be made; the CLI reads it).
+    """
+    head = _head_revision()
+    needs = f"this ctxstore needs revision {head}" if head else "this ctxstore needs the head"
+    fix = "run `ctxstore db upgrade` with the same database URL to apply the migrations"
+    if current == UNREAD:
+        state = f"{needs}; run `ctxstore db current` to see the database's revision, then {fix}"
+    elif current is None:
+        state = f"the database has no ctxstore schema (no revision); {needs}: {fix}"
+    elif current == head:
+        fix = (
+            "the schema was changed by hand, or the URL's role or search_path points at "
+            "another schema"
+        )
+        state = f"the database reports revision {current}, the head, yet lacks it: {fix}"
+    else:
+        state = f"the database is at revision {current}; {needs}: {fix}"
+    return SchemaMissingError(
+        f"{action} failed: the database schema is missing or behind ({reason}); {state}",
+        current_revision=None if current == UNREAD else current,
+        head_revision=head,
+        revision_read=current != UNREAD,
+        action=action,
+        reason=reason,
+        sqlstate=sqlstate,
+    )
+
+
+def _missing_database(error: BaseException, action: str, code: str) -> DatabaseNotFoundError:
+    message = _server_message(error) or ""
+    found = re.search(r'database "(.*)" does not exist', message)
+    name = found.group(1) if found else None
+    which = f"database {name!r}" if name is not None else "the database named in the URL"
+    return DatabaseNotFoundError(
+        f"{action} failed: {which} does not exist on the server (SQLSTATE {code}); check the "
+        "database name in the URL, or create it (createdb) and run `ctxstore db upgrade`",
+        database=name,
+    )
+
+
 def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
     """Map a driver, SQLAlchemy or network error to the ctxstore hierarchy."""
     if isinstance(error, CtxStoreError):
@@ -49,6 +147,19 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
     detail = f"{action} failed: {type(error).__name__}"
     if code:
         detail = f"{detail} (SQLSTATE {code})"
+    if code in _SCHEMA_CODES:
+        named = _server_message(error)  # e.g. relation "sessions" does not exist
+        reason = f"{named}, SQLSTATE {code}" if named else f"SQLSTATE {code}"
+        return schema_missing(action, reason, sqlstate=code)
+    if code == _MISSING_DATABASE:
+        return _missing_database(error, action, code)
+    if code is not None and code.startswith(_LOGIN_CLASS):
+        refused = _server_message(error) or "login refused"
+        return ConfigurationError(
+            f"{action} failed: the server refused the login ({refused}; SQLSTATE {code}); "
+            "check the user and password in the database URL",
+            sqlstate=code,
+        )
     if code == "55P03":
         return StorageTimeoutError(
             f"{action}: a lock was not granted within lock_timeout (another transaction holds it)",
@@ -62,8 +173,15 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
         return InvalidInputError(f"{action}: the database rejected a value", sqlstate=code)
     if code is not None and code.startswith(_UNAVAILABLE_CLASSES):
         return StorageUnavailableError(detail, sqlstate=code)
-    if isinstance(error, OSError | ConnectionError):
-        return StorageUnavailableError(detail)
+    if isinstance(error, OSError):
+        # e.g. "Connect call failed ('127.0.0.1', 5433)": names the address, never the URL.
+        return StorageUnavailableError(
+            f"{detail}: {error} (is PostgreSQL running at the URL's host and port?)"
+        )
+    if type(error).__name__ == "ClientConfigurationError" or (
+        type(getattr(error, "orig", None)).__name__ == "ClientConfigurationError"
+    ):
+        return ConfigurationError(f"{detail}: {_server_message(error)}")
     if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
         return StorageUnavailableError(detail)
     if isinstance(error, sa_exc.InterfaceError | sa_exc.OperationalError | sa_exc.TimeoutError):
@@ -96,9 +214,12 @@ def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[
     except CtxStoreError:
         raise
     except Exception as error:
-        if not isinstance(error, sa_exc.SQLAlchemyError | OSError | TimeoutError) and not type(
-            error
-        ).__module__.startswith("asyncpg"):
+        # EmulatedDBAPIException: what the asyncpg dialect raises where SQLAlchemy does not
+        # wrap it, e.g. a connection taken from the pool directly failing to connect.
+        if not isinstance(
+            error,
+            sa_exc.SQLAlchemyError | sa_exc.EmulatedDBAPIException | OSError | TimeoutError,
+        ) and not type(error).__module__.startswith("asyncpg"):
             raise
         code = _sqlstate(error)
         if conflict_on_duplicate and code == "23505":

@@ -226,9 +226,11 @@ def _check_timestamp(stamp: object, position: int) -> None:
     offset = stamp.utcoffset()
     if offset is None:
         raise InvalidMessageError("timestamp must be timezone-aware", position=position)
-    if offset % timedelta(seconds=1):
+    # RFC 3339 (what Go and every JSON peer read and write) has whole-minute offsets: one
+    # with seconds could be stored here, but not carried to them unaltered.
+    if offset % timedelta(minutes=1):
         raise InvalidMessageError(
-            "timestamp's UTC offset must be a whole number of seconds", position=position
+            "timestamp's UTC offset must be a whole number of minutes", position=position
         )
     try:
         stamp.astimezone(UTC)

@@ -61,9 +61,13 @@ async def write_state(
     if row is not None:
         return int(row["version"])
     facts = await sql.STATE_FACTS.fetchrow(driver, sid=session_id)
-    if facts is None:
+    current = int(facts["version"] or 0) if facts is not None else None
+    # The statement writes whenever the session is live and the version is as expected
+    # (always, without one): when it is as expected now, the session was missing when the
+    # statement ran, and was created again since.
+    if current is None or expected is None or current == expected:
         raise SessionNotFoundError(session_id=session_id)
-    raise rules.stale_state(session_id, int(facts["version"] or 0), expected)
+    raise rules.stale_state(session_id, current, expected)
 
 
 async def write_profile(

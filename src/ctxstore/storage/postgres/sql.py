@@ -5,6 +5,16 @@ statement that writes messages once it has an entry in rows.MESSAGE_VALUES.  Eac
 version check sits in the WHERE clause (or a key constraint) of the statement that
 writes, so PostgreSQL enforces it; when a statement returns no row, a ``*_FACTS`` read
 only explains why.
+
+Lock order: every write locks the ``sessions`` row before any row of its children
+(messages, summaries, consultation states and their history), within the statement or
+transaction that writes, so no two writers wait for each other in a cycle.  Deleting a
+session locks its row, then the cascade locks the children; a write to a child table that
+let the foreign-key check lock the parent afterwards would take them the other way round
+and deadlock against it.  So: save's transaction locks (or creates) the row first; appends
+update it in their first CTE; state and summary writes lock it in theirs (``locked``);
+purge-expired locks its batch's rows (skipping locked ones) before the cascade; rewrites
+claim or lock the row before touching its children.
 """
 
 from __future__ import annotations
@@ -25,6 +35,17 @@ _DIALECT = postgresql.dialect()  # type: ignore[no-untyped-call]
 # A session past its expires_at behaves as missing: reads skip it, writes purge it first.
 LIVE = "(s.expires_at IS NULL OR s.expires_at > now())"
 _LIVE_SESSION = f"EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND {LIVE})"
+
+# The first CTE of a write to a child table: the live session row, locked before the child
+# rows (see the lock order above).  NO KEY UPDATE, what an UPDATE of the row takes: writers
+# of one session queue on it, while the foreign-key checks of its own inserts (KEY SHARE)
+# need nothing more.  After a wait it yields the row as the last writer left it (and no
+# row if that writer deleted it or let it expire).
+_LOCKED_SESSION = f"""locked AS (
+    SELECT s.session_id, s.message_count FROM sessions AS s
+     WHERE s.session_id = :sid AND {LIVE}
+       FOR NO KEY UPDATE
+)"""
 
 # -- messages: the columns --------------------------------------------------------------------
 
@@ -249,20 +270,21 @@ COUNT_EXPIRED = Statement(
 
 _SUMMARY_READ = ", ".join(c.name for c in summaries.c if c.name != "session_id")
 
-# The next version is max + 1, computed by the INSERT; two concurrent writers collide on
-# the primary key (session_id, summary_version), and the loser gets ConflictError.
+# The next version is max + 1, computed by the INSERT after it locked the session row; a
+# writer that waited for that lock computed max from its statement's snapshot, so two
+# concurrent writers collide on the primary key (session_id, summary_version), and the
+# loser gets ConflictError.  message_count is the locked row's, current.
 INSERT_SUMMARY = Statement(
     "insert summary",
     f"""
+WITH {_LOCKED_SESSION}
 INSERT INTO summaries AS new (session_id, summary_version, text, covers_until, token_count,
                               format_version)
 SELECT s.session_id, latest.version + 1, :text, :covers_until, :token_count, :format_version
-  FROM sessions AS s,
+  FROM locked AS s,
        LATERAL (SELECT coalesce(max(summary_version), 0) AS version
                   FROM summaries WHERE session_id = :sid) AS latest
- WHERE s.session_id = :sid
-   AND {LIVE}
-   AND s.message_count > :covers_until
+ WHERE s.message_count > :covers_until
    AND ((:expected)::int IS NULL OR latest.version = :expected)
 RETURNING {", ".join(f"new.{name}" for name in _SUMMARY_READ.split(", "))}""",
 )
@@ -302,11 +324,13 @@ _STATE_EXCLUDED = ", ".join(f"{name} = EXCLUDED.{name}" for name in STATE_COLUMN
 
 
 def _state_write(name: str, target: str) -> Statement:
-    """The write of a state version: ``target`` (a CTE) plus its history row, one statement."""
+    """The write of a state version: the session row locked, then ``target`` (a CTE that
+    selects from ``locked``) plus its history row, one statement."""
     return Statement(
         name,
         f"""
-WITH target AS ({target}),
+WITH {_LOCKED_SESSION},
+target AS ({target}),
 history AS (
     INSERT INTO consultation_state_history (session_id, version, {_STATE_LIST}, created_at)
     SELECT :sid, t.version, {_STATE_VALUES}, t.updated_at FROM target AS t
@@ -320,8 +344,7 @@ UPSERT_STATE = _state_write(
     "upsert state",
     f"""
     INSERT INTO consultation_states AS c (session_id, version, {_STATE_LIST})
-    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
-     WHERE s.session_id = :sid AND {LIVE}
+    SELECT s.session_id, 1, {_STATE_VALUES} FROM locked AS s
     ON CONFLICT (session_id) DO UPDATE
        SET version = c.version + 1, {_STATE_EXCLUDED}, updated_at = now()
     RETURNING c.version, c.updated_at""",
@@ -332,18 +355,19 @@ INSERT_FIRST_STATE = _state_write(
     "insert first state",
     f"""
     INSERT INTO consultation_states (session_id, version, {_STATE_LIST})
-    SELECT s.session_id, 1, {_STATE_VALUES} FROM sessions AS s
-     WHERE s.session_id = :sid AND {LIVE}
+    SELECT s.session_id, 1, {_STATE_VALUES} FROM locked AS s
     ON CONFLICT (session_id) DO NOTHING
     RETURNING version, updated_at""",
 )
 
+# A state row that changed while this waited for the session's lock is re-checked against
+# :expected as it is now (READ COMMITTED re-evaluates the WHERE on the updated row).
 UPDATE_STATE_AT = _state_write(
     "update state at version",
     f"""
     UPDATE consultation_states
        SET version = version + 1, ({_STATE_LIST}) = ({_STATE_VALUES}), updated_at = now()
-     WHERE session_id = :sid AND version = :expected AND {_LIVE_SESSION}
+     WHERE session_id = :sid AND version = :expected AND EXISTS (SELECT FROM locked)
     RETURNING version, updated_at""",
 )
 
@@ -532,11 +556,15 @@ SELECT session_id, version, document, format_version FROM {table}
 
 
 def _rewrite_state(table: str) -> Statement:
+    # The session row first, as every write (an expired session's rows are rewritten too:
+    # they are still stored).
     return Statement(
         f"rewrite a row of {table}",
         f"""
+WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
 UPDATE {table} SET ({_STATE_LIST}) = ({_STATE_VALUES})
- WHERE session_id = :sid AND version = :version AND format_version = :old_format""",
+ WHERE session_id = :sid AND version = :version AND format_version = :old_format
+   AND EXISTS (SELECT FROM locked)""",
     )
 
 
@@ -551,3 +579,14 @@ STATE_TABLES = ("consultation_states", "consultation_state_history")
 LEGACY_STATES = {table: _legacy_states(table) for table in STATE_TABLES}
 REWRITE_STATE = {table: _rewrite_state(table) for table in STATE_TABLES}
 COUNT_LEGACY_STATES = {table: _count_legacy_states(table) for table in STATE_TABLES}
+
+# -- import-redis -----------------------------------------------------------------------------
+
+# --carry-ttl: the Redis key's remaining TTL becomes the session's expiry (NULL: never),
+# only if the session is still at the version the import wrote.
+CARRY_EXPIRY = Statement(
+    "carry expiry",
+    """
+UPDATE sessions SET expires_at = now() + (:ttl)::interval
+ WHERE session_id = :sid AND version = :version""",
+)

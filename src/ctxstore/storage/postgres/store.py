@@ -257,9 +257,13 @@ class PostgresStorage(Store):
         # An expired session is a missing one: its old content goes first.
         await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
         stored = None
-        if expected != NEW_SESSION:
-            stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=expected)
-        if stored is None:
+        # Lock the row, or create it.  Neither may find it: created concurrently (then wait
+        # for its lock like any other save) and deleted again before that: once more.
+        while stored is None:
+            if expected != NEW_SESSION:
+                stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=expected)
+            if stored is not None:
+                break
             if expected is not None and expected != NEW_SESSION:
                 raise rules.stale_session(
                     session_id, await self._current(driver, session_id), expected
@@ -271,8 +275,6 @@ class PostgresStorage(Store):
                 raise rules.stale_session(
                     session_id, await self._current(driver, session_id), expected
                 )
-        if stored is None:  # created concurrently: wait for its lock like any other save
-            stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=None)
         stored_count = stored["message_count"]
         prefix_hash, hasher = _prefix_and_total_hash(digests, min(stored_count, target))
         if stored_count <= target and prefix_hash == stored["content_hash"]:
