@@ -176,7 +176,9 @@ async def test_an_unknown_role_is_a_configuration_error(pg_server: PgTestServer)
 
 
 def test_nothing_listening_is_unavailable_and_says_where(pg_server: PgTestServer) -> None:
-    url, password = with_password(pg_server.url.set(host="127.0.0.1", port=1))
+    # over TCP even when the test server is reached through a Unix socket (?host=...)
+    tcp = pg_server.url.set(host="127.0.0.1", port=1, query={})
+    url, password = with_password(tcp)
     result = ctxstore("db", "current", "--database-url", plain(url))
     line = one_error_line(result)
     assert "Connect call failed ('127.0.0.1', 1)" in line and "is PostgreSQL running" in line
