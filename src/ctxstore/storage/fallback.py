@@ -40,7 +40,6 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
-from ctxstore.storage.knowledge import SessionKnowledge
 from ctxstore.storage.rules import Limits
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
@@ -115,11 +114,6 @@ class FallbackStorage(AsyncClosing):
     @property
     def limits(self) -> Limits:
         return self.primary.limits
-
-    @property
-    def knowledge(self) -> SessionKnowledge:
-        """What the side now serving knows (a hint for ContextManager's versions)."""
-        return self.active.knowledge
 
     async def close(self) -> None:
         await self.primary.close()

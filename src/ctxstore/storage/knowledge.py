@@ -1,11 +1,11 @@
 """What a store last knew of each session, in one object.
 
-Every backend records here the version it last read or wrote for a session
-(``ContextManager`` appends at that version).  PostgreSQL also records the stored
+PostgreSQL records here, per session, the version it last read or wrote, the stored
 message count, the content hash, a hasher that has consumed every stored digest, and
-the very Message objects it stored: a later save of any list that starts with those
-same objects (the loaded ``History``, ``history + [q, a]``, ``[*history, q, a]``) is
-recognised without hashing the stored part again, so it costs the new messages only.
+where the very Message objects it stored can be found again: a later save of any list
+that starts with those same objects (the loaded ``History``, ``history + [q, a]``,
+``[*history, q, a]``) is recognised without hashing the stored part again, so it costs
+the new messages only.
 
 Only ever a hint: the database re-checks count and hash in the statement that writes,
 so a stale entry costs one slower save, never correctness.  Three operations change it:
@@ -143,11 +143,6 @@ class SessionKnowledge:
         if entry is not None:
             self._entries.move_to_end(session_id)
         return entry
-
-    def version(self, session_id: str) -> int | None:
-        """The version this process last saw for the session (None: unknown)."""
-        entry = self._entries.get(session_id)
-        return entry.version if entry is not None else None
 
     def after_load(self, session_id: str, known: Known) -> None:
         self._put(session_id, known)

@@ -77,7 +77,6 @@ class Store(AsyncClosing, ABC):
         checked = rules.coerce_messages(messages, self.limits, trusted=trusted)
         async with self._forgetting_on_conflict(session_id):
             version = await self._save(session_id, checked, known, expected, user_id)
-        self._saw(session_id, version)
         return version
 
     async def append(
@@ -93,7 +92,6 @@ class Store(AsyncClosing, ABC):
         checked = rules.coerce_messages(messages, self.limits)
         async with self._forgetting_on_conflict(session_id):
             version = await self._append(session_id, checked, expected, user_id)
-        self._saw(session_id, version)
         return version
 
     async def load(self, session_id: str) -> list[Message]:
@@ -221,11 +219,6 @@ class Store(AsyncClosing, ABC):
         except ConflictError:
             self.knowledge.forget(session_id)
             raise
-
-    def _saw(self, session_id: str, version: int) -> None:
-        """Record a written version, unless the backend recorded more about it already."""
-        if self.knowledge.version(session_id) != version:
-            self.knowledge.after_write(session_id, Known(version))
 
     # -- the backend's hooks: validated values in, stored values out ------------------------------
 
