@@ -13,6 +13,7 @@ from ctxstore.errors import EmbeddedServerUnavailableError
 from ctxstore.storage.memory import MemoryStorage
 from ctxstore.storage.postgres import PostgresStorage
 from ctxstore.storage.redis import RedisStorage
+from tests.faults import TcpProxy, socket_target, through
 from tests.pg_harness import PgTestServer, build_template, planned_source, start_server
 
 
@@ -193,3 +194,14 @@ async def storage(backend: tuple[str, object]) -> AsyncIterator[MemoryStorage | 
     else:
         async with MemoryStorage() as memory:
             yield memory
+
+
+@pytest.fixture
+async def proxied(database_url: URL) -> AsyncIterator[tuple[TcpProxy, URL]]:
+    """A TcpProxy in front of the test database, and the URL that goes through it."""
+    proxy = TcpProxy(**socket_target(database_url))
+    port = await proxy.start()
+    try:
+        yield proxy, through(port, database_url)
+    finally:
+        await proxy.stop()

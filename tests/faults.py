@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Literal
+import glob
+import os
+from typing import Any, Literal
+
+from sqlalchemy import URL
 
 Mode = Literal["forward", "refuse", "blackhole"]
 
@@ -86,3 +90,28 @@ class TcpProxy:
                     continue  # dropped on the floor
                 target.write(data)
                 await target.drain()
+
+
+def socket_target(url: URL) -> dict[str, Any]:
+    """TcpProxy's upstream arguments for the server ``url`` names (TCP or Unix socket)."""
+    if url.host:
+        return {"host": url.host, "port": url.port or 5432}
+    socket_dir = str(url.query["host"])
+    (path,) = [
+        path
+        for path in glob.glob(os.path.join(socket_dir, ".s.PGSQL.*"))
+        if not path.endswith(".lock")
+    ]
+    return {"unix_path": path}
+
+
+def through(proxy_port: int, url: URL) -> URL:
+    """``url``'s database, reached through a proxy listening on ``proxy_port``."""
+    return URL.create(
+        "postgresql+asyncpg",
+        username=url.username,
+        password=url.password,
+        host="127.0.0.1",
+        port=proxy_port,
+        database=url.database,
+    )

@@ -549,6 +549,20 @@ class VersionedContract(StorageContract):
         with pytest.raises(InvalidInputError):
             await storage.save_profile("u1", {"age": -3})
 
+    async def test_a_deleted_profile_is_gone_and_its_sessions_stay(
+        self, storage: VersionedStorage
+    ) -> None:
+        await storage.save_profile("u2", {"age": 50})
+        await storage.save("s2", turn(0), user_id="u2")
+        await storage.delete_profile("u2")
+        await storage.delete_profile("u2")  # idempotent
+        await storage.delete_profile("never-had-one")
+        assert await storage.load_profile("u2") is None
+        assert await storage.load("s2") == turn(0)
+        assert await storage.save_profile("u2", {"age": 51}) == 1  # afresh
+        with pytest.raises(InvalidInputError):
+            await storage.delete_profile("")
+
     async def test_unknown_profile_fields_are_kept(self, storage: VersionedStorage) -> None:
         await storage.save_profile("u2", {"age": 40, "preferred_language": "zh-CN"})
         stored = await storage.load_profile("u2")

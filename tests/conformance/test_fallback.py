@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 
 import pytest
@@ -25,8 +25,11 @@ from ctxstore import (
     Limits,
     MemoryStorage,
     PostgresStorage,
+    RedisStorage,
     StorageUnavailableError,
 )
+from ctxstore.storage.journal import Operation
+from ctxstore.storage.store import Store
 from tests.conformance.contract import (
     DEFAULT_LIMITS,
     StorageFactory,
@@ -77,25 +80,30 @@ class TestFallbackHealthy(VersionedContract):
         assert not await storage.secondary.exists("p")
 
 
+@asynccontextmanager
+async def degraded(
+    secondary: Store, ttl: timedelta | None, limits: Limits
+) -> AsyncIterator[FallbackStorage]:
+    primary = unreachable_postgres(ttl, limits)
+    with pytest.raises(StorageUnavailableError):
+        await primary.exists("probe")  # the setup is what these classes claim
+    # Probe rarely: the primary never comes back, and each probe costs a refused connection.
+    async with FallbackStorage(primary, secondary, probe_interval=60.0) as storage:
+        yield storage
+        assert storage.stats.recoveries == 0
+        # Nothing reached the primary: every write the secondary acknowledged is in the
+        # journal, in order, for the primary.
+        assert storage.degraded or storage.stats.degraded_calls == 0
+        assert await storage.journal.size() == storage.stats.journaled
+
+
 class TestFallbackDegraded(VersionedContract):
     @pytest.fixture
     def make_storage(self) -> StorageFactory:
-        @asynccontextmanager
-        async def make(
+        def make(
             *, ttl: timedelta | None = None, limits: Limits = DEFAULT_LIMITS
-        ) -> AsyncIterator[FallbackStorage]:
-            primary = unreachable_postgres(ttl, limits)
-            with pytest.raises(StorageUnavailableError):
-                await primary.exists("probe")  # the setup is what this class claims
-            secondary = MemoryStorage(ttl=ttl, limits=limits)
-            # Probe rarely: the primary never comes back, and each probe costs a refused
-            # connection.
-            async with FallbackStorage(primary, secondary, probe_interval=60.0) as storage:
-                yield storage
-                assert storage.stats.recoveries == 0
-                # Nothing reached the primary, so nothing is owed to it but what the
-                # secondary acknowledged.
-                assert storage.degraded or storage.stats.degraded_calls == 0
+        ) -> AbstractAsyncContextManager[FallbackStorage]:
+            return degraded(MemoryStorage(ttl=ttl, limits=limits), ttl, limits)
 
         return make
 
@@ -105,4 +113,22 @@ class TestFallbackDegraded(VersionedContract):
         assert storage.stats.failovers == 1
         assert await storage.secondary.load("d") == turn(0)
         assert await storage.load("d") == turn(0)
-        assert "d" in storage.stats.pending
+        assert [entry.operation for entry in await storage.journal.head(10)] == [
+            Operation("save", "d", messages=tuple(turn(0)), uncertain=True)
+        ]
+
+
+class TestFallbackDegradedOnRedis(TestFallbackDegraded):
+    """The same, with the journal in Redis: every accepted input survives its encoding."""
+
+    @pytest.fixture
+    def make_storage(self, redis_url: str, redis_prefix: str) -> StorageFactory:
+        def make(
+            *, ttl: timedelta | None = None, limits: Limits = DEFAULT_LIMITS
+        ) -> AbstractAsyncContextManager[FallbackStorage]:
+            secondary = RedisStorage.from_url(
+                redis_url, prefix=redis_prefix, ttl=ttl, limits=limits
+            )
+            return degraded(secondary, ttl, limits)
+
+        return make

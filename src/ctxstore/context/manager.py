@@ -11,10 +11,7 @@ messages stay contiguous.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from ctxstore.context.compression import (
     CompressionStrategy,
@@ -22,14 +19,9 @@ from ctxstore.context.compression import (
     TokenBudget,
     storage_counter,
 )
+from ctxstore.keyed_locks import KeyedLocks
 from ctxstore.storage.base import MessageInput, VersionedStorage
 from ctxstore.tokens import TokenCounter
-
-
-@dataclass
-class _SessionLock:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    users: int = 0
 
 
 class ContextManager:
@@ -49,20 +41,7 @@ class ContextManager:
         self.storage = storage
         self.strategy: CompressionStrategy = strategy or TokenBudget(4000)
         self.token_counter = token_counter or storage_counter(storage) or TokenCounter()
-        self._locks: dict[str, _SessionLock] = {}
-
-    @asynccontextmanager
-    async def _serialized(self, session_id: str) -> AsyncIterator[None]:
-        """This process's writes to one session, one at a time; the lock goes when unused."""
-        entry = self._locks.setdefault(session_id, _SessionLock())
-        entry.users += 1
-        try:
-            async with entry.lock:
-                yield
-        finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._locks[session_id]
+        self._locks = KeyedLocks()
 
     async def add_message(
         self, session_id: str, message: MessageInput, *, user_id: str | None = None
@@ -74,7 +53,7 @@ class ContextManager:
         self, session_id: str, messages: Sequence[MessageInput], *, user_id: str | None = None
     ) -> int:
         """Append messages as one write (they stay contiguous); the new version."""
-        async with self._serialized(session_id):
+        async with self._locks.hold(session_id):
             return await self.storage.append(session_id, messages, user_id=user_id)
 
     async def get_context(

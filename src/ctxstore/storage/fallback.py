@@ -1,35 +1,37 @@
 """FallbackStorage: keep answering while the primary is down, lose nothing acknowledged.
 
-A router over two Stores: each call goes to the primary; when it raises
-StorageUnavailableError the call goes to the secondary and the session (or user) is
-recorded.  Both sides are Stores, so they apply the same rules in the same order: a
-value the secondary accepts, the primary accepts too.  Every later call first checks
-(at most every ``probe_interval`` seconds) whether the primary answers again; when it
-does, each recorded session is reconciled into it before the primary serves again:
+A router over two Stores.  Each call goes to the primary; when it raises
+StorageUnavailableError the store turns *degraded*: calls go to the secondary, and each
+write the secondary accepts is recorded in the journal (storage/journal.py, kept in the
+secondary) before the caller hears back.  Both sides are Stores, so they accept the same
+inputs the same way.
 
-- messages written during the outage are merged with a version check.  If the primary
-  holds what the secondary extended, the secondary's list is saved; if the primary moved
-  on meanwhile (another worker kept reaching it), the messages only the secondary has
-  are appended after the primary's, so neither side's acknowledged messages are lost
-  and newer primary data is never overwritten;
-- a session deleted during the outage is deleted in the primary too;
-- a consultation state, summary or profile written during the outage is copied over.
+At most every ``probe_interval`` seconds a degraded call checks whether the primary
+answers again; when it does, the journal is replayed into the primary in order
+(storage/replay.py holds the merge policy).  New writes keep going to the journal while
+it drains; for the last entries they wait, so the switch back loses none.  Then the
+primary serves again and the secondary's copies of replayed writes are removed, so a
+later outage never reads or resurrects them.
 
-The recorded sessions live in this process: with a secondary that survives a restart
-(Redis), call ``reconcile(session_ids)`` after one.  The degraded state is observable:
-``degraded``, ``stats`` and log lines on every change.
+With a Redis secondary the journal survives the process: a new FallbackStorage with the
+same secondary and ``journal_name`` finds it, starts degraded and replays it.  Give each
+worker process its own stable ``journal_name``.  The degraded state is observable:
+``degraded``, ``stats``, ``quarantined()`` and log lines on every change.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
+from ctxstore.errors import CtxStoreError, StorageUnavailableError
+from ctxstore.keyed_locks import KeyedLocks
 from ctxstore.models import (
     ConsultationState,
     Message,
@@ -39,7 +41,10 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
+from ctxstore.storage import rules
 from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
+from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
+from ctxstore.storage.replay import Replayer, ReplayReport
 from ctxstore.storage.rules import Limits
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
@@ -47,7 +52,8 @@ from ctxstore.tokens import TokenCounter
 logger = logging.getLogger("ctxstore.fallback")
 Result = TypeVar("Result")
 PROBE_SESSION = "__ctxstore_probe__"
-Written = Literal["saved", "deleted"]
+#: Sessions whose primary version the fallback remembers (for the merge policy's count).
+SEEN_VERSIONS = 10_000
 
 
 @dataclass
@@ -57,26 +63,14 @@ class FallbackStats:
     failovers: int = 0
     degraded_calls: int = 0
     recoveries: int = 0
-    reconciled: int = 0
-    merged: int = 0
-    reconcile_failures: int = 0
-    #: What each session written during an outage still needs in the primary.
-    written: dict[str, Written] = field(default_factory=dict)
-    #: Sessions whose state or summary, and users whose profile, changed during an outage.
-    documents: set[str] = field(default_factory=set)
-    profiles: set[str] = field(default_factory=set)
-
-    @property
-    def pending(self) -> set[str]:
-        """Sessions the primary has yet to receive."""
-        return set(self.written) | self.documents
-
-
-@dataclass(frozen=True)
-class ReconcileReport:
-    reconciled: int
-    merged: int
-    failed: dict[str, str]
+    #: Writes recorded in the journal, replayed into the primary, refused by it.
+    journaled: int = 0
+    replayed: int = 0
+    quarantined: int = 0
+    #: Sessions the primary changed during an outage (merged by the journal's policy).
+    moved_on: int = 0
+    #: Secondary copies removed after a replay.
+    cleaned: int = 0
 
 
 class FallbackStorage(AsyncClosing):
@@ -87,15 +81,29 @@ class FallbackStorage(AsyncClosing):
         primary: Store,
         secondary: Store,
         *,
+        journal_name: str = "default",
         probe_interval: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.primary = primary
         self.secondary = secondary
+        self.journal: Journal = secondary.open_journal(journal_name)
         self.probe_interval = probe_interval
         self._clock = clock
+        self._replayer = Replayer(primary, self.journal)
         self._degraded_since: float | None = None
         self._last_probe = 0.0
+        self._started = False
+        #: Held while switching sides (failover cleanup, replay, recovery).
+        self._switch = asyncio.Lock()
+        #: Cleared while the last journal entries drain: new writes wait for the switch.
+        self._open = asyncio.Event()
+        self._open.set()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._key_locks = KeyedLocks()
+        self._seen: OrderedDict[str, int] = OrderedDict()
         self.stats = FallbackStats()
 
     @property
@@ -119,6 +127,10 @@ class FallbackStorage(AsyncClosing):
         await self.primary.close()
         await self.secondary.close()
 
+    async def quarantined(self) -> list[Quarantined]:
+        """Journaled writes the primary refused, with the reason (kept for an operator)."""
+        return await self.journal.quarantined()
+
     # -- messages -----------------------------------------------------------------------
 
     async def save(
@@ -129,12 +141,8 @@ class FallbackStorage(AsyncClosing):
         expected_version: int | None = None,
         user_id: str | None = None,
     ) -> int:
-        return await self._call(
-            lambda store: store.save(
-                session_id, messages, expected_version=expected_version, user_id=user_id
-            ),
-            session=session_id,
-            written="saved",
+        return await self._write_messages(
+            "save", session_id, messages, expected_version=expected_version, user_id=user_id
         )
 
     async def append(
@@ -145,27 +153,61 @@ class FallbackStorage(AsyncClosing):
         expected_version: int | None = None,
         user_id: str | None = None,
     ) -> int:
-        return await self._call(
-            lambda store: store.append(
+        return await self._write_messages(
+            "append", session_id, messages, expected_version=expected_version, user_id=user_id
+        )
+
+    async def _write_messages(
+        self,
+        kind: Literal["save", "append"],
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None,
+        user_id: str | None,
+    ) -> int:
+        async def write(store: Store) -> int:
+            method = store.save if kind == "save" else store.append
+            return await method(
                 session_id, messages, expected_version=expected_version, user_id=user_id
+            )
+
+        return await self._write(
+            write,
+            lambda: Operation(
+                kind,
+                session_id,
+                messages=tuple(rules.coerce_messages(messages, self.secondary.limits)),
+                user_id=user_id,
+                based_on=expected_version,
             ),
+            key=copy_key(kind, session_id),
             session=session_id,
-            written="saved",
         )
 
     async def load(self, session_id: str) -> list[Message]:
-        return await self._call(lambda store: store.load(session_id))
+        return await self._read(lambda store: store.load(session_id))
 
     async def version(self, session_id: str) -> int:
-        return await self._call(lambda store: store.version(session_id))
+        version = await self._read(lambda store: store.version(session_id))
+        if not self.degraded:
+            self._saw(session_id, version)
+        return version
 
     async def delete(self, session_id: str) -> None:
-        await self._call(
-            lambda store: store.delete(session_id), session=session_id, written="deleted"
+        async def delete(store: Store) -> int:
+            await store.delete(session_id)
+            return 0
+
+        await self._write(
+            delete,
+            lambda: Operation("delete", session_id),
+            key=copy_key("delete", session_id),
+            session=session_id,
         )
 
     async def exists(self, session_id: str) -> bool:
-        return await self._call(lambda store: store.exists(session_id))
+        return await self._read(lambda store: store.exists(session_id))
 
     # -- documents --------------------------------------------------------------------------
 
@@ -178,7 +220,7 @@ class FallbackStorage(AsyncClosing):
         token_count: int | None = None,
         expected_version: int | None = None,
     ) -> Summary:
-        return await self._call(
+        return await self._write(
             lambda store: store.save_summary(
                 session_id,
                 text,
@@ -186,13 +228,21 @@ class FallbackStorage(AsyncClosing):
                 token_count=token_count,
                 expected_version=expected_version,
             ),
-            document=session_id,
+            lambda: Operation(
+                "summary",
+                session_id,
+                text=text,
+                covers_until=covers_until,
+                token_count=token_count,
+                based_on=expected_version,
+            ),
+            key=copy_key("summary", session_id),
         )
 
     async def load_summary(
         self, session_id: str, summary_version: int | None = None
     ) -> Summary | None:
-        return await self._call(lambda store: store.load_summary(session_id, summary_version))
+        return await self._read(lambda store: store.load_summary(session_id, summary_version))
 
     async def save_state(
         self,
@@ -201,16 +251,22 @@ class FallbackStorage(AsyncClosing):
         *,
         expected_version: int | None = None,
     ) -> int:
-        return await self._call(
+        return await self._write(
             lambda store: store.save_state(session_id, state, expected_version=expected_version),
-            document=session_id,
+            lambda: Operation(
+                "state",
+                session_id,
+                document=rules.check_state(state, self.secondary.limits).document(),
+                based_on=expected_version,
+            ),
+            key=copy_key("state", session_id),
         )
 
     async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
-        return await self._call(lambda store: store.load_state(session_id))
+        return await self._read(lambda store: store.load_state(session_id))
 
     async def state_history(self, session_id: str) -> list[StateChange]:
-        return await self._call(lambda store: store.state_history(session_id))
+        return await self._read(lambda store: store.state_history(session_id))
 
     async def save_profile(
         self,
@@ -219,23 +275,39 @@ class FallbackStorage(AsyncClosing):
         *,
         expected_version: int | None = None,
     ) -> int:
-        return await self._call(
+        return await self._write(
             lambda store: store.save_profile(user_id, profile, expected_version=expected_version),
-            profile=user_id,
+            lambda: Operation(
+                "profile",
+                user_id,
+                document=rules.check_profile(profile, self.secondary.limits).document(),
+                based_on=expected_version,
+            ),
+            key=copy_key("profile", user_id),
         )
 
     async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
-        return await self._call(lambda store: store.load_profile(user_id))
+        return await self._read(lambda store: store.load_profile(user_id))
+
+    async def delete_profile(self, user_id: str) -> None:
+        async def delete(store: Store) -> None:
+            await store.delete_profile(user_id)
+
+        await self._write(
+            delete,
+            lambda: Operation("delete_profile", user_id),
+            key=copy_key("delete_profile", user_id),
+        )
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:
-        return await self._call(lambda store: store.snapshot(session_id))
+        return await self._read(lambda store: store.snapshot(session_id))
 
     async def iter_messages(
         self, session_id: str, *, batch_size: int = 1000
     ) -> AsyncGenerator[Message, None]:
         """The serving side's messages, streamed (chosen when the first batch is read)."""
         async with AsyncExitStack() as stack:
-            stream = await self._call(
+            stream = await self._read(
                 lambda store: _first_batch(stack, store, session_id, batch_size)
             )
             for message in stream.first:
@@ -247,40 +319,99 @@ class FallbackStorage(AsyncClosing):
     async def reader(self, session_id: str) -> AsyncIterator[SessionReader]:
         """The serving side's reader (chosen when it is opened)."""
         async with AsyncExitStack() as stack:
-            yield await self._call(
+            yield await self._read(
                 lambda store: stack.enter_async_context(store.reader(session_id))
             )
 
     # -- routing ----------------------------------------------------------------------
 
-    async def _call(
-        self,
-        action: Callable[[Store], Awaitable[Result]],
-        *,
-        session: str | None = None,
-        written: Written | None = None,
-        document: str | None = None,
-        profile: str | None = None,
-    ) -> Result:
-        if self.degraded:
-            await self._maybe_recover()
+    async def _read(self, action: Callable[[Store], Awaitable[Result]]) -> Result:
+        await self._ready()
         if not self.degraded:
             try:
                 return await action(self.primary)
             except StorageUnavailableError as error:
-                self._enter_degraded(error)
+                await self._fail_over(error)
         self.stats.degraded_calls += 1
-        result = await action(self.secondary)
-        if session is not None and written is not None:
-            self.stats.written[session] = written
-        if document is not None:
-            self.stats.documents.add(document)
-        if profile is not None:
-            self.stats.profiles.add(profile)
-        return result
+        return await action(self.secondary)
 
-    def _enter_degraded(self, error: CtxStoreError) -> None:
-        if self._degraded_since is None:
+    async def _write(
+        self,
+        action: Callable[[Store], Awaitable[Result]],
+        operation: Callable[[], Operation],
+        *,
+        key: str,
+        session: str | None = None,
+    ) -> Result:
+        """``action`` on the serving side; while degraded, journaled before returning.
+
+        ``operation`` describes the write for the journal; it is built once the secondary
+        accepted the write (so the secondary's rules, in their order, judge the input).
+        ``key``: the journal's copy key, ``session``: the id whose version a result is.
+        """
+        await self._ready()
+        await self._open.wait()
+        uncertain = False
+        if not self.degraded:
+            try:
+                result = await action(self.primary)
+            except StorageUnavailableError as error:
+                await self._fail_over(error)
+                uncertain = True  # the primary may have applied it before failing
+            else:
+                if session is not None and isinstance(result, int):
+                    self._saw(session, result)
+                return result
+        self.stats.degraded_calls += 1
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            # One writer per key between the secondary and the journal: same order in both.
+            async with self._key_locks.hold(key):
+                result = await action(self.secondary)
+                seen = self._seen.get(session) if session else None
+                await self.journal.record(
+                    replace(operation(), primary_version=seen, uncertain=uncertain)
+                )
+            self.stats.journaled += 1
+            return result
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
+
+    def _saw(self, session_id: str, version: int) -> None:
+        self._seen[session_id] = version
+        self._seen.move_to_end(session_id)
+        if len(self._seen) > SEEN_VERSIONS:
+            self._seen.popitem(last=False)
+
+    # -- switching sides ------------------------------------------------------------------
+
+    async def _ready(self) -> None:
+        """On the first call, a journal left by an earlier process means: start degraded."""
+        if not self._started:
+            async with self._switch:
+                if not self._started:
+                    left = await self.journal.size()
+                    if left:
+                        logger.warning(
+                            "the fallback journal holds %d writes from before: serving from "
+                            "the secondary until they are replayed",
+                            left,
+                        )
+                        self._degraded_since = self._clock()
+                        self._last_probe = self._clock() - self.probe_interval
+                    self._started = True
+        if self.degraded and not self._switch.locked():
+            await self._maybe_recover()
+
+    async def _fail_over(self, error: CtxStoreError) -> None:
+        async with self._switch:
+            if self._degraded_since is not None:
+                return
+            # Copies an earlier recovery could not remove must not be read in this outage.
+            await self._remove_copies()
             self._degraded_since = self._clock()
             self._last_probe = self._clock()
             self.stats.failovers += 1
@@ -289,104 +420,80 @@ class FallbackStorage(AsyncClosing):
     async def _maybe_recover(self) -> None:
         if self._clock() - self._last_probe < self.probe_interval:
             return
-        self._last_probe = self._clock()
-        try:
-            await self.primary.exists(PROBE_SESSION)
-        except StorageUnavailableError:
+        async with self._switch:
+            if not self.degraded:
+                return
+            self._last_probe = self._clock()
+            try:
+                await self.primary.exists(PROBE_SESSION)
+                await self._recover()
+            except StorageUnavailableError as error:
+                logger.info("primary storage still unavailable: %s", error)
+
+    async def _recover(self) -> None:
+        """Replay the journal, pause writes for its last entries, switch, remove copies."""
+        report = await self._replay()
+        if report.remaining:
             return
-        report = await self.reconcile()
-        if not report.failed:
+        self._open.clear()
+        try:
+            await self._idle.wait()  # degraded writes already past the gate get journaled
+            report = await self._replay()
+            if report.remaining or await self.journal.size():
+                return
             outage = self._clock() - (self._degraded_since or self._clock())
             self._degraded_since = None
-            self.stats.recoveries += 1
-            logger.warning(
-                "primary storage is back after %.1f s: reconciled %d sessions (%d merged)",
-                outage,
-                report.reconciled,
-                report.merged,
-            )
+        finally:
+            self._open.set()
+        self.stats.recoveries += 1
+        logger.warning(
+            "primary storage is back after %.1f s: journal replayed (%d writes)",
+            outage,
+            self.stats.replayed,
+        )
+        try:
+            await self._remove_copies()
+        except StorageUnavailableError as error:
+            logger.warning("secondary copies stay until the next failover: %s", error)
 
-    # -- reconciliation ---------------------------------------------------------------
+    async def _replay(self) -> ReplayReport:
+        report = await self._replayer.drain()
+        self.stats.replayed += report.replayed
+        self.stats.quarantined += report.quarantined
+        self.stats.moved_on += report.moved_on
+        return report
 
-    async def reconcile(self, session_ids: Sequence[str] | None = None) -> ReconcileReport:
-        """Bring the primary up to date with what the secondary acknowledged."""
-        pending: dict[str, Written | None] = dict(self.stats.written)
-        for session_id in self.stats.documents:
-            pending.setdefault(session_id, None)
-        for session_id in session_ids or ():
-            pending.setdefault(session_id, "saved")
-        reconciled = merged = 0
-        failed: dict[str, str] = {}
-        for session_id, kind in pending.items():
-            try:
-                if kind == "deleted":
-                    await self.primary.delete(session_id)
-                elif kind == "saved":
-                    merged += await self._reconcile_messages(session_id)
-                if kind != "deleted" and session_id in self.stats.documents:
-                    await self._reconcile_documents(session_id)
-            except CtxStoreError as error:
-                failed[session_id] = str(error)
-                self.stats.reconcile_failures += 1
-                logger.warning("could not reconcile session %r yet: %s", session_id, error)
-                continue
-            reconciled += 1
-            self.stats.written.pop(session_id, None)
-            self.stats.documents.discard(session_id)
-        for user_id in list(self.stats.profiles):
-            try:
-                found = await self.secondary.load_profile(user_id)
-                if found is not None:
-                    await self.primary.save_profile(user_id, found.value)
-            except CtxStoreError as error:
-                failed[f"profile {user_id}"] = str(error)
-                self.stats.reconcile_failures += 1
-                continue
-            self.stats.profiles.discard(user_id)
-        self.stats.reconciled += reconciled
-        self.stats.merged += merged
-        return ReconcileReport(reconciled, merged, failed)
-
-    async def _reconcile_messages(self, session_id: str, attempts: int = 5) -> int:
-        """Returns 1 when both sides had messages the other lacked (merged), else 0."""
-        ours = await self.secondary.load(session_id)
-        for _ in range(attempts):
-            version = await self.primary.version(session_id)
-            theirs = await self.primary.load(session_id)
-            common = _common_prefix(theirs, ours)
-            if common == len(ours) and version:
-                return 0  # the primary already holds everything the secondary has
-            if common == len(theirs):
-                merged_list, was_merge = ours, 0
+    async def _remove_copies(self) -> None:
+        copies = await self.journal.copies()
+        for copy in sorted(copies):
+            kind, _, key = copy.partition(":")
+            if kind == "profile":
+                await self.secondary.delete_profile(key)
             else:
-                merged_list, was_merge = [*theirs, *ours[common:]], 1
-            try:
-                await self.primary.save(session_id, merged_list, expected_version=version)
-            except ConflictError:
-                continue  # the primary moved while we merged: merge again
-            return was_merge
-        raise ConflictError(f"session {session_id!r} kept changing while reconciling")
+                await self.secondary.delete(key)
+        await self.journal.drop_copies(copies)
+        self.stats.cleaned += len(copies)
 
-    async def _reconcile_documents(self, session_id: str) -> None:
-        """The state and latest summary the secondary acknowledged, copied over."""
-        if not await self.primary.exists(session_id):
-            return  # nothing to attach them to (deleted meanwhile)
-        state = await self.secondary.load_state(session_id)
-        if state is not None:
-            await self.primary.save_state(session_id, state.value)
-        summary = await self.secondary.load_summary(session_id)
-        if summary is not None:
-            stored = await self.primary.load_summary(session_id)
-            if stored is None or (stored.text, stored.covers_until) != (
-                summary.text,
-                summary.covers_until,
-            ):
-                await self.primary.save_summary(
-                    session_id,
-                    summary.text,
-                    covers_until=summary.covers_until,
-                    token_count=summary.token_count,
-                )
+    async def reconcile(self) -> ReplayReport:
+        """Replay the journal now (and switch back when it is empty and the primary answers).
+
+        Raises StorageUnavailableError when the primary doesn't answer.
+        """
+        await self._ready()
+        async with self._switch:
+            if not self.degraded:
+                report = await self._replay()  # e.g. entries quarantined and re-queued
+                report.remaining = await self.journal.size()
+                return report
+            self._last_probe = self._clock()
+            await self.primary.exists(PROBE_SESSION)
+            await self._recover()
+        return ReplayReport(
+            replayed=self.stats.replayed,
+            quarantined=self.stats.quarantined,
+            moved_on=self.stats.moved_on,
+            remaining=await self.journal.size(),
+        )
 
 
 @dataclass

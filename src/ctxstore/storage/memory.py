@@ -25,6 +25,7 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
+from ctxstore.storage.journal import MemoryJournal
 from ctxstore.storage.knowledge import Known
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
 from ctxstore.storage.snapshot import SessionCopy, SnapshotReader
@@ -76,6 +77,7 @@ class MemoryStorage(Store):
         super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
         self._sessions: dict[str, _Session] = {}
         self._profiles: dict[str, Versioned[UserProfile]] = {}
+        self._journals: dict[str, MemoryJournal] = {}
         self._lock = asyncio.Lock()
         self._clock = clock
 
@@ -264,6 +266,13 @@ class MemoryStorage(Store):
                 raise rules.stale_profile(user_id, version, expected)
             self._profiles[user_id] = Versioned(profile.model_copy(deep=True), version + 1, _now())
             return version + 1
+
+    async def _delete_profile(self, user_id: str) -> None:
+        async with self._lock:
+            self._profiles.pop(user_id, None)
+
+    def open_journal(self, name: str) -> MemoryJournal:
+        return self._journals.setdefault(name, MemoryJournal())
 
     async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         async with self._lock:

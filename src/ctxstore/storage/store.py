@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
-from ctxstore.errors import ConflictError
+from ctxstore.errors import ConfigurationError, ConflictError
 from ctxstore.models import (
     ConsultationState,
     Message,
@@ -28,6 +28,7 @@ from ctxstore.models import (
 )
 from ctxstore.storage import rules
 from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
+from ctxstore.storage.journal import Journal
 from ctxstore.storage.knowledge import Known, SessionKnowledge
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
 from ctxstore.tokens import TokenCounter
@@ -181,6 +182,20 @@ class Store(AsyncClosing, ABC):
         rules.check_user_id(user_id, self.limits)
         return await self._load_profile(user_id)
 
+    async def delete_profile(self, user_id: str) -> None:
+        """Remove the user's profile (idempotent); sessions stay."""
+        rules.check_user_id(user_id, self.limits)
+        await self._delete_profile(user_id)
+
+    # -- the fallback's journal -------------------------------------------------------------
+
+    def open_journal(self, name: str) -> Journal:
+        """Where a FallbackStorage with this store as its secondary records its writes."""
+        raise ConfigurationError(
+            f"{type(self).__name__} can't hold a fallback journal: "
+            "use a MemoryStorage or a RedisStorage as the secondary"
+        )
+
     # -- whole sessions -----------------------------------------------------------------------
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:
@@ -286,6 +301,9 @@ class Store(AsyncClosing, ABC):
 
     @abstractmethod
     async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
+
+    @abstractmethod
+    async def _delete_profile(self, user_id: str) -> None: ...
 
     @abstractmethod
     async def _snapshot(self, session_id: str) -> SessionSnapshot: ...

@@ -395,6 +395,8 @@ SELECT document, format_version, version, created_at AS updated_at
 
 # -- user profiles --------------------------------------------------------------------------
 
+DELETE_PROFILE = Statement("delete profile", "DELETE FROM user_profiles WHERE user_id = :user_id")
+
 #: The profile's typed columns, document and format: rows.profile_values fills them.
 PROFILE_COLUMNS = tuple(
     c.name

@@ -526,6 +526,10 @@ class PostgresStorage(Store):
         )
         return rows.profile_from_row(row, user_id) if row is not None else None
 
+    async def _delete_profile(self, user_id: str) -> None:
+        async with self._connections.call("delete profile") as driver:
+            await sql.DELETE_PROFILE.execute(driver, user_id=user_id)
+
     # -- context assembly and snapshots ------------------------------------------------------------
 
     @asynccontextmanager

@@ -15,6 +15,12 @@ key                                      holds
 ``{prefix}~state-history:{session_id}``  list of every accepted state, as JSON
 ``{prefix}~profile:{user_id}``           hash of a user profile (DOCUMENT_FIELDS); not a
                                          session's, so it never expires
+``{prefix}~journal:{name}``              stream: FallbackStorage's journal of writes made
+                                         while its primary was down (storage/journal.py)
+``{prefix}~journal-mark:{name}``         hash: the entry replay is applying, and the
+                                         primary version it applies it at
+``{prefix}~journal-quarantine:{name}``   list of JSON: operations the primary refused
+``{prefix}~journal-copies:{name}``       set: what this secondary holds of journaled writes
 =======================================  =====================================================
 
 Only the messages key is in the prefix's key space, so a SCAN of ``{prefix}:*`` finds
@@ -54,3 +60,13 @@ def session_keys(prefix: str, session_id: str) -> list[str]:
 
 def profile_key(prefix: str, user_id: str) -> str:
     return f"{prefix}~profile:{user_id}"
+
+
+def journal_keys(prefix: str, name: str) -> tuple[str, str, str, str]:
+    """The journal's stream, mark, quarantine and copies keys (never expire)."""
+    return (
+        f"{prefix}~journal:{name}",
+        f"{prefix}~journal-mark:{name}",
+        f"{prefix}~journal-quarantine:{name}",
+        f"{prefix}~journal-copies:{name}",
+    )

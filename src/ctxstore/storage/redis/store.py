@@ -30,6 +30,7 @@ from ctxstore.storage import rules
 from ctxstore.storage.knowledge import Known
 from ctxstore.storage.redis import keys, scripts, values
 from ctxstore.storage.redis.errors import translated_redis
+from ctxstore.storage.redis.journal import RedisJournal
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
 from ctxstore.storage.snapshot import SessionCopy, SnapshotReader
 from ctxstore.storage.store import Store
@@ -149,6 +150,13 @@ class RedisStorage(Store):
     async def _delete(self, session_id: str) -> None:
         with translated_redis("delete"):
             await self._client.delete(*self.session_keys(session_id))
+
+    async def _delete_profile(self, user_id: str) -> None:
+        with translated_redis("delete profile"):
+            await self._client.delete(self.profile_key(user_id))
+
+    def open_journal(self, name: str) -> RedisJournal:
+        return RedisJournal(self._client, self.prefix, name)
 
     async def _exists(self, session_id: str) -> bool:
         with translated_redis("exists"):

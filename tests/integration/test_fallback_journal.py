@@ -1,0 +1,227 @@
+"""FallbackStorage's journal against a real PostgreSQL cut off by a local TCP proxy.
+
+Each case is one way the fallback used to lose or resurrect data (issue "Nothing lost,
+nothing resurrected"); each now ends with the primary holding exactly what the callers
+were told, the journal empty and the secondary's copies gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import URL
+
+from ctxstore import (
+    EngineSettings,
+    Limits,
+    MemoryStorage,
+    Message,
+    PostgresStorage,
+    RedisStorage,
+)
+from ctxstore.storage.fallback import FallbackStorage
+from ctxstore.storage.journal import Mark, Operation
+from ctxstore.storage.replay import Replayer
+from tests.faults import TcpProxy
+
+
+def msgs(*contents: str) -> list[Message]:
+    return [Message(role="user", content=content) for content in contents]
+
+
+def through_proxy(url: URL, **options: Any) -> PostgresStorage:
+    settings = EngineSettings(connect_timeout=1.0, pool_timeout=2.0)
+    return PostgresStorage.from_url(url, operation_timeout=3, settings=settings, **options)
+
+
+@pytest.fixture
+async def direct(database_url: URL) -> AsyncIterator[PostgresStorage]:
+    """The primary as another worker (or an auditor) sees it, never cut off."""
+    async with PostgresStorage.from_url(database_url) as storage:
+        yield storage
+
+
+@pytest.fixture
+async def fallback(proxied: tuple[TcpProxy, URL]) -> AsyncIterator[FallbackStorage]:
+    _, url = proxied
+    async with FallbackStorage(through_proxy(url), MemoryStorage(), probe_interval=0) as store:
+        yield store
+
+
+async def recover(proxy: TcpProxy, fallback: FallbackStorage) -> None:
+    proxy.forward()
+    await fallback.exists("any")  # the first call after the outage replays
+    assert not fallback.degraded
+    assert await fallback.journal.size() == 0
+    assert await fallback.journal.copies() == set()
+
+
+async def test_a_delete_then_a_save_in_an_outage_replays_both(
+    proxied: tuple[TcpProxy, URL], fallback: FallbackStorage, direct: PostgresStorage
+) -> None:
+    proxy, _ = proxied
+    await fallback.save("s", msgs("P1", "P2"))
+    proxy.refuse()
+    await fallback.delete("s")
+    await fallback.save("s", msgs("new"))
+    await recover(proxy, fallback)
+    assert await direct.load("s") == msgs("new")
+
+
+async def test_copies_of_an_earlier_outage_are_never_read_or_resurrected(
+    proxied: tuple[TcpProxy, URL], fallback: FallbackStorage, direct: PostgresStorage
+) -> None:
+    proxy, _ = proxied
+    proxy.refuse()
+    await fallback.save("s", msgs("x1"))
+    await recover(proxy, fallback)
+    await fallback.append("s", msgs("grown"))
+    await fallback.delete("s")  # on the healthy primary
+    proxy.refuse()
+    assert await fallback.load("s") == []
+    assert not await fallback.exists("s")
+    await fallback.append("s", msgs("y"))
+    await recover(proxy, fallback)
+    assert await direct.load("s") == msgs("y")
+
+
+async def test_edits_and_redactions_in_an_outage_stay_applied(
+    proxied: tuple[TcpProxy, URL], fallback: FallbackStorage, direct: PostgresStorage
+) -> None:
+    proxy, _ = proxied
+    await fallback.save("r", msgs("keep", "SSN-123-45-6789"))
+    await fallback.save("e", msgs("a", "b"))
+    proxy.refuse()
+    await fallback.save("r", msgs("keep"))
+    await fallback.save("e", [])
+    await recover(proxy, fallback)
+    assert await direct.load("r") == msgs("keep")
+    assert await direct.load("e") == [] and await direct.exists("e")
+
+
+async def test_writes_during_the_replay_are_never_lost(
+    proxied: tuple[TcpProxy, URL], fallback: FallbackStorage, direct: PostgresStorage
+) -> None:
+    proxy, _ = proxied
+    proxy.refuse()
+    for number in range(30):
+        await fallback.append(f"p{number}", msgs(f"outage {number}"))
+    proxy.forward()
+
+    async def writer(number: int) -> None:
+        for turn in range(5):
+            await fallback.append(f"p{number}", msgs(f"during {number}.{turn}"))
+            await asyncio.sleep(0)
+
+    replay = asyncio.create_task(fallback.reconcile())
+    await asyncio.gather(*(writer(number) for number in range(30)), replay)
+    assert not fallback.degraded and await fallback.journal.size() == 0
+    for number in range(30):
+        during = [f"during {number}.{turn}" for turn in range(5)]
+        assert await direct.load(f"p{number}") == msgs(f"outage {number}", *during)
+
+
+async def test_a_restarted_process_finds_and_replays_the_redis_journal(
+    proxied: tuple[TcpProxy, URL], direct: PostgresStorage, redis_url: str, redis_prefix: str
+) -> None:
+    proxy, url = proxied
+    await direct.save("k", msgs("before"))
+    proxy.refuse()
+    first = FallbackStorage(
+        through_proxy(url), RedisStorage.from_url(redis_url, prefix=redis_prefix)
+    )
+    async with first:  # the process that dies while degraded
+        await first.append("k", msgs("acknowledged in the outage"))
+        await first.save_state("k", {"stage": "intake", "chief_complaint": "knee pain"})
+        assert first.degraded and await first.journal.size() == 2
+    proxy.forward()
+    second = FallbackStorage(
+        through_proxy(url), RedisStorage.from_url(redis_url, prefix=redis_prefix)
+    )
+    async with second:
+        # Starts degraded (the journal is older than anything the primary may take now)
+        # and replays at once.
+        assert await second.load("k") == msgs("before", "acknowledged in the outage")
+        assert not second.degraded and second.stats.replayed == 2
+    state = await direct.load_state("k")
+    assert state is not None and state.value.chief_complaint == "knee pain"
+
+
+async def test_a_write_the_primary_refuses_is_quarantined_and_the_rest_goes_on(
+    proxied: tuple[TcpProxy, URL], direct: PostgresStorage
+) -> None:
+    proxy, url = proxied
+    strict = through_proxy(url, limits=Limits(max_message_bytes=1000))
+    lenient = MemoryStorage(limits=Limits(max_message_bytes=100_000))
+    async with FallbackStorage(strict, lenient, probe_interval=0) as fallback:
+        proxy.refuse()
+        await fallback.append("fine", msgs("small"))  # fails over
+        await fallback.append("big", msgs("x" * 5000))  # the secondary takes it
+        await recover(proxy, fallback)
+        (refused,) = await fallback.quarantined()
+        assert (refused.kind, refused.key) == ("append", "big")
+        assert "1000" in refused.reason
+        assert fallback.stats.quarantined == 1
+    assert await direct.load("fine") == msgs("small")
+    assert not await direct.exists("big")
+
+
+async def test_documents_written_in_an_outage_reach_the_primary(
+    proxied: tuple[TcpProxy, URL], fallback: FallbackStorage, direct: PostgresStorage
+) -> None:
+    proxy, _ = proxied
+    proxy.refuse()
+    await fallback.save("d", msgs("hello"))
+    await fallback.save_state("d", {"stage": "intake", "chief_complaint": "headache"})
+    await fallback.save_summary("d", "a headache", covers_until=0)
+    await fallback.save_profile("u", {"age": 41})
+    await recover(proxy, fallback)
+    state, summary = await direct.load_state("d"), await direct.load_summary("d")
+    assert state is not None and state.value.chief_complaint == "headache"
+    assert summary is not None and summary.text == "a headache"
+    assert await direct.load_profile("u") is not None
+    assert await fallback.secondary.load_profile("u") is None  # the copy is gone
+
+
+async def test_an_append_interrupted_mid_replay_is_applied_once(
+    direct: PostgresStorage,
+) -> None:
+    journal = MemoryStorage().open_journal("j")
+    operation = Operation("append", "once", messages=tuple(msgs("turn 2")))
+    await direct.save("once", msgs("turn 1"))
+    entry_id = await journal.record(operation)
+    # The crash: replay marked the entry at version 1, applied it, and died before
+    # removing it.
+    await journal.mark(Mark(entry_id, 1))
+    await direct.append("once", msgs("turn 2"))
+    report = await Replayer(direct, journal).drain()
+    assert report.replayed == 1
+    assert await direct.load("once") == msgs("turn 1", "turn 2")
+
+
+async def test_an_append_the_failing_call_may_have_applied_is_applied_once(
+    direct: PostgresStorage,
+) -> None:
+    journal = MemoryStorage().open_journal("j")
+    await direct.save("maybe", msgs("turn 1", "turn 2"))  # the reply was lost, not the write
+    await journal.record(
+        Operation("append", "maybe", messages=tuple(msgs("turn 2")), uncertain=True)
+    )
+    await journal.record(Operation("append", "maybe", messages=tuple(msgs("turn 3"))))
+    await Replayer(direct, journal).drain()
+    assert await direct.load("maybe") == msgs("turn 1", "turn 2", "turn 3")
+
+
+async def test_replay_uses_only_the_store_api() -> None:
+    """The replayer only uses the public Store API: a MemoryStorage primary works too."""
+    primary = MemoryStorage()
+    journal = MemoryStorage().open_journal("j")
+    await journal.record(Operation("save", "m", messages=tuple(msgs("a", "b"))))
+    await journal.record(Operation("delete", "m"))
+    await journal.record(Operation("append", "m", messages=tuple(msgs("c"))))
+    report = await Replayer(primary, journal).drain()
+    assert (report.replayed, report.quarantined, report.remaining) == (3, 0, 0)
+    assert await primary.load("m") == msgs("c")
