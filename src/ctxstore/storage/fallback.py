@@ -21,8 +21,6 @@ worker process its own stable ``journal_name``.  The degraded state is observabl
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -30,7 +28,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from ctxstore.errors import CtxStoreError, StorageUnavailableError
+from ctxstore.errors import StorageUnavailableError
 from ctxstore.keyed_locks import KeyedLocks
 from ctxstore.models import (
     ConsultationState,
@@ -43,34 +41,16 @@ from ctxstore.models import (
 )
 from ctxstore.storage import rules
 from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
+from ctxstore.storage.failover import FallbackStats, Sides
 from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
-from ctxstore.storage.replay import Replayer, ReplayReport
+from ctxstore.storage.replay import ReplayReport
 from ctxstore.storage.rules import Limits
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
 
-logger = logging.getLogger("ctxstore.fallback")
 Result = TypeVar("Result")
-PROBE_SESSION = "__ctxstore_probe__"
 #: Sessions whose primary version the fallback remembers (for the merge policy's count).
 SEEN_VERSIONS = 10_000
-
-
-@dataclass
-class FallbackStats:
-    """Counters of what the fallback did (observable, e.g. exported as metrics)."""
-
-    failovers: int = 0
-    degraded_calls: int = 0
-    recoveries: int = 0
-    #: Writes recorded in the journal, replayed into the primary, refused by it.
-    journaled: int = 0
-    replayed: int = 0
-    quarantined: int = 0
-    #: Sessions the primary changed during an outage (merged by the journal's policy).
-    moved_on: int = 0
-    #: Secondary copies removed after a replay.
-    cleaned: int = 0
 
 
 class FallbackStorage(AsyncClosing):
@@ -88,28 +68,27 @@ class FallbackStorage(AsyncClosing):
         self.primary = primary
         self.secondary = secondary
         self.journal: Journal = secondary.open_journal(journal_name)
-        self.probe_interval = probe_interval
-        self._clock = clock
-        self._replayer = Replayer(primary, self.journal)
-        self._degraded_since: float | None = None
-        self._last_probe = 0.0
-        self._started = False
-        #: Held while switching sides (failover cleanup, replay, recovery).
-        self._switch = asyncio.Lock()
-        #: Cleared while the last journal entries drain: new writes wait for the switch.
-        self._open = asyncio.Event()
-        self._open.set()
-        self._in_flight = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._sides = Sides(
+            primary, secondary, self.journal, probe_interval=probe_interval, clock=clock
+        )
         self._key_locks = KeyedLocks()
         self._seen: OrderedDict[str, int] = OrderedDict()
-        self.stats = FallbackStats()
 
     @property
     def degraded(self) -> bool:
         """True while calls go to the secondary."""
-        return self._degraded_since is not None
+        return self._sides.degraded
+
+    @property
+    def stats(self) -> FallbackStats:
+        return self._sides.stats
+
+    async def reconcile(self) -> ReplayReport:
+        """Replay the journal now, and serve from the primary again once it is empty.
+
+        Raises StorageUnavailableError when the primary doesn't answer.
+        """
+        return await self._sides.reconcile()
 
     @property
     def active(self) -> Store:
@@ -326,12 +305,12 @@ class FallbackStorage(AsyncClosing):
     # -- routing ----------------------------------------------------------------------
 
     async def _read(self, action: Callable[[Store], Awaitable[Result]]) -> Result:
-        await self._ready()
+        await self._sides.ready(writing=False)
         if not self.degraded:
             try:
                 return await action(self.primary)
             except StorageUnavailableError as error:
-                await self._fail_over(error)
+                await self._sides.fail_over(error)
         self.stats.degraded_calls += 1
         return await action(self.secondary)
 
@@ -349,23 +328,20 @@ class FallbackStorage(AsyncClosing):
         accepted the write (so the secondary's rules, in their order, judge the input).
         ``key``: the journal's copy key, ``session``: the id whose version a result is.
         """
-        await self._ready()
-        await self._open.wait()
+        await self._sides.ready(writing=True)
         uncertain = False
         if not self.degraded:
             try:
                 result = await action(self.primary)
             except StorageUnavailableError as error:
-                await self._fail_over(error)
+                await self._sides.fail_over(error)
                 uncertain = True  # the primary may have applied it before failing
             else:
                 if session is not None and isinstance(result, int):
                     self._saw(session, result)
                 return result
         self.stats.degraded_calls += 1
-        self._in_flight += 1
-        self._idle.clear()
-        try:
+        async with self._sides.journaling():
             # One writer per key between the secondary and the journal: same order in both.
             async with self._key_locks.hold(key):
                 result = await action(self.secondary)
@@ -375,125 +351,12 @@ class FallbackStorage(AsyncClosing):
                 )
             self.stats.journaled += 1
             return result
-        finally:
-            self._in_flight -= 1
-            if not self._in_flight:
-                self._idle.set()
 
     def _saw(self, session_id: str, version: int) -> None:
         self._seen[session_id] = version
         self._seen.move_to_end(session_id)
         if len(self._seen) > SEEN_VERSIONS:
             self._seen.popitem(last=False)
-
-    # -- switching sides ------------------------------------------------------------------
-
-    async def _ready(self) -> None:
-        """On the first call, a journal left by an earlier process means: start degraded."""
-        if not self._started:
-            async with self._switch:
-                if not self._started:
-                    left = await self.journal.size()
-                    if left:
-                        logger.warning(
-                            "the fallback journal holds %d writes from before: serving from "
-                            "the secondary until they are replayed",
-                            left,
-                        )
-                        self._degraded_since = self._clock()
-                        self._last_probe = self._clock() - self.probe_interval
-                    self._started = True
-        if self.degraded and not self._switch.locked():
-            await self._maybe_recover()
-
-    async def _fail_over(self, error: CtxStoreError) -> None:
-        async with self._switch:
-            if self._degraded_since is not None:
-                return
-            # Copies an earlier recovery could not remove must not be read in this outage.
-            await self._remove_copies()
-            self._degraded_since = self._clock()
-            self._last_probe = self._clock()
-            self.stats.failovers += 1
-            logger.warning("primary storage unavailable (%s): serving from the secondary", error)
-
-    async def _maybe_recover(self) -> None:
-        if self._clock() - self._last_probe < self.probe_interval:
-            return
-        async with self._switch:
-            if not self.degraded:
-                return
-            self._last_probe = self._clock()
-            try:
-                await self.primary.exists(PROBE_SESSION)
-                await self._recover()
-            except StorageUnavailableError as error:
-                logger.info("primary storage still unavailable: %s", error)
-
-    async def _recover(self) -> None:
-        """Replay the journal, pause writes for its last entries, switch, remove copies."""
-        report = await self._replay()
-        if report.remaining:
-            return
-        self._open.clear()
-        try:
-            await self._idle.wait()  # degraded writes already past the gate get journaled
-            report = await self._replay()
-            if report.remaining or await self.journal.size():
-                return
-            outage = self._clock() - (self._degraded_since or self._clock())
-            self._degraded_since = None
-        finally:
-            self._open.set()
-        self.stats.recoveries += 1
-        logger.warning(
-            "primary storage is back after %.1f s: journal replayed (%d writes)",
-            outage,
-            self.stats.replayed,
-        )
-        try:
-            await self._remove_copies()
-        except StorageUnavailableError as error:
-            logger.warning("secondary copies stay until the next failover: %s", error)
-
-    async def _replay(self) -> ReplayReport:
-        report = await self._replayer.drain()
-        self.stats.replayed += report.replayed
-        self.stats.quarantined += report.quarantined
-        self.stats.moved_on += report.moved_on
-        return report
-
-    async def _remove_copies(self) -> None:
-        copies = await self.journal.copies()
-        for copy in sorted(copies):
-            kind, _, key = copy.partition(":")
-            if kind == "profile":
-                await self.secondary.delete_profile(key)
-            else:
-                await self.secondary.delete(key)
-        await self.journal.drop_copies(copies)
-        self.stats.cleaned += len(copies)
-
-    async def reconcile(self) -> ReplayReport:
-        """Replay the journal now (and switch back when it is empty and the primary answers).
-
-        Raises StorageUnavailableError when the primary doesn't answer.
-        """
-        await self._ready()
-        async with self._switch:
-            if not self.degraded:
-                report = await self._replay()  # e.g. entries quarantined and re-queued
-                report.remaining = await self.journal.size()
-                return report
-            self._last_probe = self._clock()
-            await self.primary.exists(PROBE_SESSION)
-            await self._recover()
-        return ReplayReport(
-            replayed=self.stats.replayed,
-            quarantined=self.stats.quarantined,
-            moved_on=self.stats.moved_on,
-            remaining=await self.journal.size(),
-        )
 
 
 @dataclass

@@ -67,7 +67,6 @@ class Replayer:
         (what was applied stays applied and out of the journal).
         """
         report = ReplayReport()
-        self._left_at.clear()
         moved: set[str] = set()
         try:
             while entries := await self.journal.head(self.batch):
@@ -98,6 +97,10 @@ class Replayer:
                     len(moved),
                 )
         return report
+
+    def finished(self) -> None:
+        """The journal is empty and the primary serves: versions seen from now on are its."""
+        self._left_at.clear()
 
     async def _quarantine(self, entry: Entry, reason: str, report: ReplayReport) -> None:
         await self.journal.quarantine(entry, reason)
