@@ -1,26 +1,43 @@
-"""Which side serves a FallbackStorage, and the switches between them.
+"""Which side serves each key of a FallbackStorage, and the switches between them.
 
-Healthy: the primary serves.  Degraded: the secondary serves and writes are journaled.
-The switch to degraded removes copies an earlier recovery left; the switch back replays
-the journal (storage/replay.py), closes the gate for new writes while the last entries
-drain, and only then lets the primary serve, so no acknowledged write is left behind.
+A key is a session (``session:<id>``) or a user's profile (``profile:<id>``); the order
+that matters is each key's own.  Three modes:
+
+- *healthy*: the primary serves everything and the journal is empty;
+- *degraded*: the primary failed; the secondary serves everything, writes are journaled;
+- *recovering*: the primary answers again.  A key with journal entries still pending is
+  served by the secondary until its entries are replayed; every other key is served by
+  the primary.  A background task replays the journal in order, and a write to a key
+  with pending entries first replays that key's entries itself, so the journal only
+  shrinks and writers wait for their own key only.  When a key's last entry is replayed
+  its secondary copy is removed; when no key is pending, the store is healthy again.
+
+Each key's secondary writes, journal records and replays hold that key's lock, so a
+key's writes reach the primary in the order they were acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Literal
 
-from ctxstore.errors import CtxStoreError, StorageUnavailableError
-from ctxstore.storage.journal import Journal
-from ctxstore.storage.replay import Replayer, ReplayReport
+from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
+from ctxstore.keyed_locks import KeyedLocks
+from ctxstore.storage.journal import Entry, Journal, Operation
+from ctxstore.storage.replay import Refused, Replayer, ReplayReport
 from ctxstore.storage.store import Store
 
 logger = logging.getLogger("ctxstore.fallback")
 PROBE_SESSION = "__ctxstore_probe__"
+#: Sessions whose primary version the fallback remembers (for the merge policy's count).
+SEEN_VERSIONS = 10_000
+Mode = Literal["healthy", "degraded", "recovering"]
 
 
 @dataclass
@@ -36,7 +53,7 @@ class FallbackStats:
     quarantined: int = 0
     #: Sessions the primary changed during an outage (merged by the journal's policy).
     moved_on: int = 0
-    #: Secondary copies removed after a replay.
+    #: Secondary copies removed after their key was replayed.
     cleaned: int = 0
 
 
@@ -53,144 +70,239 @@ class Sides:
         self.primary, self.secondary, self.journal = primary, secondary, journal
         self.probe_interval = probe_interval
         self.stats = FallbackStats()
+        self.mode: Mode = "healthy"
         self._clock = clock
         self._replayer = Replayer(primary, journal)
-        self._degraded_since: float | None = None
+        self._since = 0.0
         self._last_probe = 0.0
         self._started = False
-        #: Held while switching sides (failover cleanup, replay, recovery).
         self._switch = asyncio.Lock()
-        #: Cleared while the last journal entries drain: new writes wait for the switch.
-        self._open = asyncio.Event()
-        self._open.set()
-        #: Degraded writes between the secondary and the journal.
-        self._in_flight = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._locks = KeyedLocks()
+        #: Journal entry ids not yet replayed, per key, oldest first.
+        self._pending: dict[str, deque[str]] = {}
+        #: Secondary writes in progress per key (journaled when they finish).
+        self._writing: dict[str, int] = {}
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._task: asyncio.Task[None] | None = None
 
-    @property
-    def degraded(self) -> bool:
-        return self._degraded_since is not None
+    # -- routing ----------------------------------------------------------------------
 
-    async def ready(self, *, writing: bool) -> None:
-        """Before each call: find a journal left from before, try to recover, and (for a
-        write) wait while the last journal entries drain."""
+    def serves_secondary(self, key: str) -> bool:
+        if self.mode == "degraded":
+            return True
+        return self.mode == "recovering" and (key in self._pending or key in self._writing)
+
+    async def ready(self) -> None:
+        """Before each call: adopt a journal left from before; start replay when due."""
         if not self._started:
             async with self._switch:
                 if not self._started:
-                    await self._adopt_journal()
+                    await self._adopt()
                     self._started = True
-        if self.degraded and not self._switch.locked():
-            await self._maybe_recover()
-        if writing:
-            await self._open.wait()
+        due = self._clock() - self._last_probe >= self.probe_interval
+        if self.mode == "degraded" and self._task is None and due:
+            self._last_probe = self._clock()
+            self._task = asyncio.create_task(self._recover())
 
     @asynccontextmanager
-    async def journaling(self) -> AsyncIterator[None]:
-        """Around a degraded write: the switch back waits until it is journaled."""
-        self._in_flight += 1
-        self._idle.clear()
-        try:
-            yield
-        finally:
-            self._in_flight -= 1
-            if not self._in_flight:
-                self._idle.set()
+    async def secondary_write(self, key: str, *, uncertain: bool) -> AsyncIterator[bool]:
+        """Hold ``key``; yields True when the write must go to the secondary (journaled
+        with ``record``), False when the primary serves the key now.  A write to a key
+        whose entries are pending while the primary answers replays them first."""
+        async with self._locks.hold(key):
+            if self.mode == "recovering" and key in self._pending and not uncertain:
+                try:
+                    await self._drain_key(key)
+                except StorageUnavailableError as error:
+                    await self.fail_over(error)
+                except ConflictError as error:
+                    logger.warning("replay of %s paused: %s", key, error)
+            if not uncertain and not self.serves_secondary(key):
+                yield False
+                return
+            self._writing[key] = self._writing.get(key, 0) + 1
+            try:
+                yield True
+            finally:
+                self._writing[key] -= 1
+                if not self._writing[key]:
+                    del self._writing[key]
 
-    async def _adopt_journal(self) -> None:
-        left = await self.journal.size()
-        if left:
+    async def record(self, key: str, operation: Operation) -> None:
+        """Journal a write the secondary accepted (within ``secondary_write``)."""
+        entry_id = await self.journal.record(operation)
+        self._pending.setdefault(key, deque()).append(entry_id)
+        self.stats.journaled += 1
+
+    def saw(self, session_id: str, version: int) -> None:
+        self._seen[session_id] = version
+        self._seen.move_to_end(session_id)
+        if len(self._seen) > SEEN_VERSIONS:
+            self._seen.popitem(last=False)
+
+    def seen(self, session_id: str) -> int | None:
+        return self._seen.get(session_id)
+
+    # -- switching ----------------------------------------------------------------------
+
+    async def _adopt(self) -> None:
+        async for entry in self.journal.scan():
+            self._pending.setdefault(self._key_of(entry), deque()).append(entry.id)
+        if self._pending:
             logger.warning(
-                "the fallback journal holds %d writes from before: serving from the "
-                "secondary until they are replayed",
-                left,
+                "the fallback journal holds writes of %d keys from before: they are "
+                "served from the secondary until replayed",
+                len(self._pending),
             )
-            self._degraded_since = self._clock()
+            self.mode = "degraded"
+            self._since = self._clock()
             self._last_probe = self._clock() - self.probe_interval
 
     async def fail_over(self, error: CtxStoreError) -> None:
         async with self._switch:
-            if self._degraded_since is not None:
+            if self.mode == "degraded":
                 return
-            # Copies an earlier recovery could not remove must not be read in this outage.
-            await self._remove_copies()
-            self._degraded_since = self._clock()
+            if self.mode == "healthy":
+                # Copies a recovery could not remove must not be read in this outage.
+                await self._remove_copies(await self.journal.copies())
+                self._since = self._clock()
+                self.stats.failovers += 1
+                logger.warning(
+                    "primary storage unavailable (%s): serving from the secondary", error
+                )
+            else:
+                logger.warning("primary storage unavailable again during replay (%s)", error)
+            self.mode = "degraded"
             self._last_probe = self._clock()
-            self.stats.failovers += 1
-            logger.warning("primary storage unavailable (%s): serving from the secondary", error)
 
-    async def _maybe_recover(self) -> None:
-        if self._clock() - self._last_probe < self.probe_interval:
-            return
-        async with self._switch:
-            if not self.degraded:
-                return
-            self._last_probe = self._clock()
-            try:
-                await self.primary.exists(PROBE_SESSION)
-                await self._recover()
-            except StorageUnavailableError as error:
-                logger.info("primary storage still unavailable: %s", error)
+    async def _probe_and_drain(self) -> None:
+        """Raises StorageUnavailableError (after failing over) when the primary is down."""
+        try:
+            await self.primary.exists(PROBE_SESSION)
+            async with self._switch:
+                if self.mode == "degraded":
+                    self.mode = "recovering"
+            await self._drain()
+        except StorageUnavailableError as error:
+            await self.fail_over(error)
+            raise
 
     async def _recover(self) -> None:
-        """Replay the journal, pause writes for its last entries, switch, remove copies."""
-        report = await self._replay()
-        if report.remaining:
-            return
-        self._open.clear()
         try:
-            await self._idle.wait()  # degraded writes already past the gate get journaled
-            report = await self._replay()
-            if report.remaining or await self.journal.size():
-                return
-            outage = self._clock() - (self._degraded_since or self._clock())
-            self._degraded_since = None
-            self._replayer.finished()
+            await self._probe_and_drain()
+        except StorageUnavailableError:
+            pass  # failed over; the next probe tries again
+        except Exception:  # a task's error would otherwise be lost
+            logger.exception("fallback replay stopped")
+            raise
         finally:
-            self._open.set()
-        self.stats.recoveries += 1
-        logger.warning(
-            "primary storage is back after %.1f s: journal replayed (%d writes so far)",
-            outage,
-            self.stats.replayed,
-        )
+            self._task = None
+
+    async def _drain(self) -> None:
+        """Replay every pending key in journal order; healthy once nothing is pending."""
+        after: str | None = None
+        progress = self.stats.replayed + self.stats.quarantined
+        while self.mode == "recovering" and (self._pending or self._writing):
+            entries = await self.journal.head(100, after=after)
+            for entry in entries:
+                await self._replay_oldest(entry)
+            if entries:
+                after = entries[-1].id
+                continue
+            # The end of the journal: start over for what conflicted or came meanwhile.
+            after = None
+            done = self.stats.replayed + self.stats.quarantined
+            if done == progress:
+                await asyncio.sleep(0.05)  # only conflicts or writers in flight: let them be
+            progress = done
+        async with self._switch:
+            if self.mode == "recovering" and not self._pending and not self._writing:
+                self.mode = "healthy"
+                self.stats.recoveries += 1
+                logger.warning(
+                    "primary storage is back after %.1f s: journal replayed (%d writes)",
+                    self._clock() - self._since,
+                    self.stats.replayed,
+                )
+
+    async def _replay_oldest(self, entry: Entry) -> None:
+        key = self._key_of(entry)
+        async with self._locks.hold(key):
+            queue = self._pending.get(key)
+            if not queue or queue[0] != entry.id:
+                return  # a writer replayed it first
+            try:
+                await self._replay_one(key, entry)
+            except ConflictError as error:
+                logger.warning("replay of %s paused: %s", key, error)
+
+    async def _drain_key(self, key: str) -> None:
+        """Replay every pending entry of ``key`` (its lock held)."""
+        while queue := self._pending.get(key):
+            entry = await self.journal.get(queue[0])
+            if entry is not None:
+                await self._replay_one(key, entry)
+                continue
+            queue.popleft()  # removed by a replay that could not tell us
+            if not queue:
+                await self._settle(key)
+
+    async def _replay_one(self, key: str, entry: Entry) -> None:
+        queue = self._pending[key]
         try:
-            await self._remove_copies()
-        except StorageUnavailableError as error:
-            logger.warning("secondary copies stay until the next failover: %s", error)
+            if await self._replayer.replay(entry):
+                self.stats.moved_on += 1
+            self.stats.replayed += 1
+        except Refused as refused:
+            self.stats.quarantined += 1
+            kind, subject = entry.describe()
+            logger.error(
+                "journal entry %s (%s %r) quarantined: %s", entry.id, kind, subject, refused
+            )
+        queue.popleft()
+        if not queue:
+            await self._settle(key)
 
-    async def _replay(self) -> ReplayReport:
-        report = await self._replayer.drain()
-        self.stats.replayed += report.replayed
-        self.stats.quarantined += report.quarantined
-        self.stats.moved_on += report.moved_on
-        return report
+    async def _settle(self, key: str) -> None:
+        """``key`` has nothing left to replay: the primary serves it; its copy goes."""
+        self._pending.pop(key, None)
+        subject = key.partition(":")[2]
+        version = self._replayer.settled(subject)
+        if version is not None:
+            self.saw(subject, version)
+        await self._remove_copies({key})
 
-    async def _remove_copies(self) -> None:
-        copies = await self.journal.copies()
-        for copy in sorted(copies):
-            kind, _, key = copy.partition(":")
+    async def _remove_copies(self, keys: set[str]) -> None:
+        for key in sorted(keys):
+            kind, _, subject = key.partition(":")
             if kind == "profile":
-                await self.secondary.delete_profile(key)
-            else:
-                await self.secondary.delete(key)
-        await self.journal.drop_copies(copies)
-        self.stats.cleaned += len(copies)
+                await self.secondary.delete_profile(subject)
+            elif kind == "session":
+                await self.secondary.delete(subject)
+        await self.journal.drop_copies(keys)
+        self.stats.cleaned += len(keys)
+
+    @staticmethod
+    def _key_of(entry: Entry) -> str:
+        return entry.operation.copy_key if entry.operation else f"unreadable:{entry.id}"
 
     async def reconcile(self) -> ReplayReport:
-        """Replay now; switch back when the journal is empty.  Raises
-        StorageUnavailableError when the primary doesn't answer."""
-        await self.ready(writing=False)
-        async with self._switch:
-            if self.degraded:
-                self._last_probe = self._clock()
-                await self.primary.exists(PROBE_SESSION)
-                await self._recover()
-            else:
-                await self._replay()
+        """Replay now; healthy when the journal is empty.  Raises StorageUnavailableError
+        when the primary doesn't answer."""
+        await self.ready()
+        if self._task is not None:
+            await asyncio.shield(self._task)
+        if self.mode != "healthy":
+            await self._probe_and_drain()
         return ReplayReport(
             replayed=self.stats.replayed,
             quarantined=self.stats.quarantined,
             moved_on=self.stats.moved_on,
             remaining=await self.journal.size(),
         )
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, CtxStoreError):
+                await self._task

@@ -6,12 +6,12 @@ write the secondary accepts is recorded in the journal (storage/journal.py, kept
 secondary) before the caller hears back.  Both sides are Stores, so they accept the same
 inputs the same way.
 
-At most every ``probe_interval`` seconds a degraded call checks whether the primary
-answers again; when it does, the journal is replayed into the primary in order
-(storage/replay.py holds the merge policy).  New writes keep going to the journal while
-it drains; for the last entries they wait, so the switch back loses none.  Then the
-primary serves again and the secondary's copies of replayed writes are removed, so a
-later outage never reads or resurrects them.
+When the primary answers again (probed in the background at most every
+``probe_interval`` seconds) the journal is replayed into it, key by key in order
+(storage/failover.py switches the sides, storage/replay.py holds the merge policy);
+keys with nothing pending are served by the primary at once, and the secondary's copy of
+a key goes when its last entry is replayed, so a later outage never reads or resurrects
+it.
 
 With a Redis secondary the journal survives the process: a new FallbackStorage with the
 same secondary and ``journal_name`` finds it, starts degraded and replays it.  Give each
@@ -22,14 +22,12 @@ worker process its own stable ``journal_name``.  The degraded state is observabl
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from ctxstore.errors import StorageUnavailableError
-from ctxstore.keyed_locks import KeyedLocks
 from ctxstore.models import (
     ConsultationState,
     Message,
@@ -71,13 +69,11 @@ class FallbackStorage(AsyncClosing):
         self._sides = Sides(
             primary, secondary, self.journal, probe_interval=probe_interval, clock=clock
         )
-        self._key_locks = KeyedLocks()
-        self._seen: OrderedDict[str, int] = OrderedDict()
 
     @property
     def degraded(self) -> bool:
-        """True while calls go to the secondary."""
-        return self._sides.degraded
+        """True until the primary serves every key again (the journal is empty)."""
+        return self._sides.mode != "healthy"
 
     @property
     def stats(self) -> FallbackStats:
@@ -103,6 +99,7 @@ class FallbackStorage(AsyncClosing):
         return self.primary.limits
 
     async def close(self) -> None:
+        await self._sides.close()
         await self.primary.close()
         await self.secondary.close()
 
@@ -165,12 +162,13 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def load(self, session_id: str) -> list[Message]:
-        return await self._read(lambda store: store.load(session_id))
+        return await self._read(lambda store: store.load(session_id), _session(session_id))
 
     async def version(self, session_id: str) -> int:
-        version = await self._read(lambda store: store.version(session_id))
-        if not self.degraded:
-            self._saw(session_id, version)
+        key = _session(session_id)
+        version = await self._read(lambda store: store.version(session_id), key)
+        if not self._sides.serves_secondary(key):
+            self._sides.saw(session_id, version)
         return version
 
     async def delete(self, session_id: str) -> None:
@@ -186,7 +184,7 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def exists(self, session_id: str) -> bool:
-        return await self._read(lambda store: store.exists(session_id))
+        return await self._read(lambda store: store.exists(session_id), _session(session_id))
 
     # -- documents --------------------------------------------------------------------------
 
@@ -221,7 +219,9 @@ class FallbackStorage(AsyncClosing):
     async def load_summary(
         self, session_id: str, summary_version: int | None = None
     ) -> Summary | None:
-        return await self._read(lambda store: store.load_summary(session_id, summary_version))
+        return await self._read(
+            lambda store: store.load_summary(session_id, summary_version), _session(session_id)
+        )
 
     async def save_state(
         self,
@@ -242,10 +242,10 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
-        return await self._read(lambda store: store.load_state(session_id))
+        return await self._read(lambda store: store.load_state(session_id), _session(session_id))
 
     async def state_history(self, session_id: str) -> list[StateChange]:
-        return await self._read(lambda store: store.state_history(session_id))
+        return await self._read(lambda store: store.state_history(session_id), _session(session_id))
 
     async def save_profile(
         self,
@@ -266,7 +266,9 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
-        return await self._read(lambda store: store.load_profile(user_id))
+        return await self._read(
+            lambda store: store.load_profile(user_id), copy_key("profile", user_id)
+        )
 
     async def delete_profile(self, user_id: str) -> None:
         async def delete(store: Store) -> None:
@@ -279,7 +281,7 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:
-        return await self._read(lambda store: store.snapshot(session_id))
+        return await self._read(lambda store: store.snapshot(session_id), _session(session_id))
 
     async def iter_messages(
         self, session_id: str, *, batch_size: int = 1000
@@ -287,7 +289,8 @@ class FallbackStorage(AsyncClosing):
         """The serving side's messages, streamed (chosen when the first batch is read)."""
         async with AsyncExitStack() as stack:
             stream = await self._read(
-                lambda store: _first_batch(stack, store, session_id, batch_size)
+                lambda store: _first_batch(stack, store, session_id, batch_size),
+                _session(session_id),
             )
             for message in stream.first:
                 yield message
@@ -299,14 +302,15 @@ class FallbackStorage(AsyncClosing):
         """The serving side's reader (chosen when it is opened)."""
         async with AsyncExitStack() as stack:
             yield await self._read(
-                lambda store: stack.enter_async_context(store.reader(session_id))
+                lambda store: stack.enter_async_context(store.reader(session_id)),
+                _session(session_id),
             )
 
     # -- routing ----------------------------------------------------------------------
 
-    async def _read(self, action: Callable[[Store], Awaitable[Result]]) -> Result:
-        await self._sides.ready(writing=False)
-        if not self.degraded:
+    async def _read(self, action: Callable[[Store], Awaitable[Result]], key: str) -> Result:
+        await self._sides.ready()
+        if not self._sides.serves_secondary(key):
             try:
                 return await action(self.primary)
             except StorageUnavailableError as error:
@@ -322,41 +326,40 @@ class FallbackStorage(AsyncClosing):
         key: str,
         session: str | None = None,
     ) -> Result:
-        """``action`` on the serving side; while degraded, journaled before returning.
+        """``action`` on the side serving ``key``; on the secondary, journaled before
+        returning.
 
         ``operation`` describes the write for the journal; it is built once the secondary
         accepted the write (so the secondary's rules, in their order, judge the input).
         ``key``: the journal's copy key, ``session``: the id whose version a result is.
         """
-        await self._sides.ready(writing=True)
+        await self._sides.ready()
         uncertain = False
-        if not self.degraded:
+        if not self._sides.serves_secondary(key):
             try:
-                result = await action(self.primary)
+                return self._saw(session, await action(self.primary))
             except StorageUnavailableError as error:
                 await self._sides.fail_over(error)
                 uncertain = True  # the primary may have applied it before failing
-            else:
-                if session is not None and isinstance(result, int):
-                    self._saw(session, result)
-                return result
-        self.stats.degraded_calls += 1
-        async with self._sides.journaling():
-            # One writer per key between the secondary and the journal: same order in both.
-            async with self._key_locks.hold(key):
-                result = await action(self.secondary)
-                seen = self._seen.get(session) if session else None
-                await self.journal.record(
-                    replace(operation(), primary_version=seen, uncertain=uncertain)
-                )
-            self.stats.journaled += 1
+        async with self._sides.secondary_write(key, uncertain=uncertain) as to_secondary:
+            if not to_secondary:  # its journal entries were replayed meanwhile
+                try:
+                    return self._saw(session, await action(self.primary))
+                except StorageUnavailableError as error:
+                    await self._sides.fail_over(error)
+                    uncertain = True
+            self.stats.degraded_calls += 1
+            result = await action(self.secondary)
+            seen = self._sides.seen(session) if session else None
+            await self._sides.record(
+                key, replace(operation(), primary_version=seen, uncertain=uncertain)
+            )
             return result
 
-    def _saw(self, session_id: str, version: int) -> None:
-        self._seen[session_id] = version
-        self._seen.move_to_end(session_id)
-        if len(self._seen) > SEEN_VERSIONS:
-            self._seen.popitem(last=False)
+    def _saw(self, session: str | None, result: Result) -> Result:
+        if session is not None and isinstance(result, int):
+            self._sides.saw(session, result)
+        return result
 
 
 @dataclass
@@ -386,3 +389,7 @@ def _common_prefix(left: Sequence[Message], right: Sequence[Message]) -> int:
             break
         count += 1
     return count
+
+
+def _session(session_id: str) -> str:
+    return copy_key("save", session_id)

@@ -8,8 +8,8 @@ the secondary: ``MemoryJournal`` in this process (lost with it, like a MemorySto
 
 Besides the operations a journal keeps:
 
-- the *mark*: the entry replay is applying and the primary version it applies it at, so
-  that an append interrupted by a crash is neither lost nor applied twice;
+- the *marks*: for each entry replay is applying, the primary version it applies it at,
+  so that an append interrupted by a crash is neither lost nor applied twice;
 - the *quarantine*: operations the primary refused, with the reason (never retried);
 - the *copies*: what the secondary still holds of replayed writes, removed once the
   primary serves again, so that a later outage never reads or resurrects them.
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Literal, get_args
 
 from ctxstore.errors import CorruptDataError
@@ -130,14 +131,6 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class Mark:
-    """Replay is applying ``entry_id`` at the primary's ``version``."""
-
-    entry_id: str
-    version: int
-
-
-@dataclass(frozen=True)
 class Quarantined:
     entry_id: str
     kind: str
@@ -154,21 +147,37 @@ class Journal(ABC):
         journal order)."""
 
     @abstractmethod
-    async def head(self, limit: int) -> list[Entry]:
-        """The oldest ``limit`` entries, oldest first."""
+    async def head(self, limit: int, *, after: str | None = None) -> list[Entry]:
+        """Up to ``limit`` entries, oldest first (after the entry id ``after``)."""
+
+    @abstractmethod
+    async def get(self, entry_id: str) -> Entry | None: ...
 
     @abstractmethod
     async def remove(self, entry_id: str) -> None:
-        """Drop a replayed entry, and the mark if it is on it."""
+        """Drop a replayed entry and its mark."""
 
     @abstractmethod
     async def size(self) -> int: ...
 
     @abstractmethod
-    async def mark(self, mark: Mark) -> None: ...
+    async def mark(self, entry_id: str, version: int) -> None:
+        """Replay applies ``entry_id`` at the primary's ``version``."""
 
     @abstractmethod
-    async def marked(self) -> Mark | None: ...
+    async def marked(self, entry_id: str) -> int | None: ...
+
+    @abstractmethod
+    async def marks(self) -> dict[str, int]:
+        """Every mark: entry id -> version."""
+
+    async def scan(self, page: int = 1000) -> AsyncIterator[Entry]:
+        """Every entry, oldest first."""
+        after: str | None = None
+        while entries := await self.head(page, after=after):
+            for entry in entries:
+                yield entry
+            after = entries[-1].id
 
     @abstractmethod
     async def quarantine(self, entry: Entry, reason: str) -> None:
@@ -190,7 +199,7 @@ class MemoryJournal(Journal):
 
     _entries: dict[str, Operation] = field(default_factory=dict)
     _next: int = 0
-    _mark: Mark | None = None
+    _marks: dict[str, int] = field(default_factory=dict)
     _quarantine: list[Quarantined] = field(default_factory=list)
     _copies: set[str] = field(default_factory=set)
 
@@ -201,22 +210,30 @@ class MemoryJournal(Journal):
         self._copies.add(operation.copy_key)
         return entry_id
 
-    async def head(self, limit: int) -> list[Entry]:
-        return [Entry(key, op) for key, op in list(self._entries.items())[:limit]]
+    async def head(self, limit: int, *, after: str | None = None) -> list[Entry]:
+        # Ids are zero-padded counters: their order as text is the journal's order.
+        later = (item for item in self._entries.items() if after is None or item[0] > after)
+        return [Entry(key, op) for key, op in islice(later, limit)]
+
+    async def get(self, entry_id: str) -> Entry | None:
+        operation = self._entries.get(entry_id)
+        return Entry(entry_id, operation) if operation is not None else None
 
     async def remove(self, entry_id: str) -> None:
         self._entries.pop(entry_id, None)
-        if self._mark is not None and self._mark.entry_id == entry_id:
-            self._mark = None
+        self._marks.pop(entry_id, None)
 
     async def size(self) -> int:
         return len(self._entries)
 
-    async def mark(self, mark: Mark) -> None:
-        self._mark = mark
+    async def mark(self, entry_id: str, version: int) -> None:
+        self._marks[entry_id] = version
 
-    async def marked(self) -> Mark | None:
-        return self._mark
+    async def marked(self, entry_id: str) -> int | None:
+        return self._marks.get(entry_id)
+
+    async def marks(self) -> dict[str, int]:
+        return dict(self._marks)
 
     async def quarantine(self, entry: Entry, reason: str) -> None:
         self._quarantine.append(Quarantined(entry.id, *entry.describe(), reason))

@@ -27,11 +27,11 @@ documents are idempotent.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.models import Message
-from ctxstore.storage.journal import Entry, Journal, Mark, Operation
+from ctxstore.storage.journal import Entry, Journal, Operation
 from ctxstore.storage.rules import NEW_SESSION
 from ctxstore.storage.store import Store
 
@@ -48,66 +48,40 @@ class ReplayReport:
     moved_on: int = 0
     #: Entries still in the journal (the primary went away again, or kept conflicting).
     remaining: int = 0
-    #: "kind key" -> why the primary refused it, for this replay's quarantined entries.
-    refused: dict[str, str] = field(default_factory=dict)
 
 
 class Replayer:
-    def __init__(self, primary: Store, journal: Journal, *, batch: int = 100) -> None:
+    """Applies journal entries to the primary; which entry when is storage/failover.py's."""
+
+    def __init__(self, primary: Store, journal: Journal) -> None:
         self.primary = primary
         self.journal = journal
-        self.batch = batch
         #: The primary version replay last left each session at (moved-on detection).
         self._left_at: dict[str, int] = {}
+        #: Appends this process marked and may have applied (see _suspects).
+        self._marked: set[str] = set()
+        self._loaded_marks: dict[str, int] | None = None
 
-    async def drain(self) -> ReplayReport:
-        """Apply every entry, oldest first, until the journal is empty or replay must stop.
+    def settled(self, key: str) -> int | None:
+        """The key has nothing left to replay: forget it; the version replay left it at."""
+        return self._left_at.pop(key, None)
 
-        Raises StorageUnavailableError when the primary or the journal stops answering
-        (what was applied stays applied and out of the journal).
-        """
-        report = ReplayReport()
-        moved: set[str] = set()
+    async def replay(self, entry: Entry) -> bool:
+        """Apply ``entry`` and remove it from the journal; True when the primary had moved
+        on from what it was based on.  A refused entry is quarantined (and re-raised as
+        Refused); unavailability and conflicts propagate with the entry still there."""
+        if entry.operation is None:
+            await self.journal.quarantine(entry, entry.problem)
+            raise Refused(entry, entry.problem)
         try:
-            while entries := await self.journal.head(self.batch):
-                for entry in entries:
-                    if entry.operation is None:
-                        await self._quarantine(entry, entry.problem, report)
-                        continue
-                    try:
-                        if await self._apply(entry, entry.operation):
-                            moved.add(entry.operation.key)
-                    except ConflictError as error:
-                        logger.warning("replay paused: %s", error)
-                        report.remaining = await self.journal.size()
-                        return report
-                    except StorageUnavailableError:
-                        raise
-                    except CtxStoreError as error:
-                        await self._quarantine(entry, str(error), report)
-                        continue
-                    await self.journal.remove(entry.id)
-                    report.replayed += 1
-        finally:
-            report.moved_on = len(moved)
-            if moved:
-                logger.warning(
-                    "%d sessions changed on the primary during the outage; merged by the "
-                    "journal policy (appends after, saves and deletes win)",
-                    len(moved),
-                )
-        return report
-
-    def finished(self) -> None:
-        """The journal is empty and the primary serves: versions seen from now on are its."""
-        self._left_at.clear()
-
-    async def _quarantine(self, entry: Entry, reason: str, report: ReplayReport) -> None:
-        await self.journal.quarantine(entry, reason)
-        kind, key = entry.describe()
-        report.quarantined += 1
-        report.refused[f"{kind} {key}"] = reason
-        logger.error("journal entry %s (%s %r) quarantined: %s", entry.id, kind, key, reason)
+            moved = await self._apply(entry, entry.operation)
+        except (StorageUnavailableError, ConflictError):
+            raise
+        except CtxStoreError as error:
+            await self.journal.quarantine(entry, str(error))
+            raise Refused(entry, str(error)) from error
+        await self.journal.remove(entry.id)
+        return moved
 
     async def _apply(self, entry: Entry, op: Operation) -> bool:
         """Apply one operation; True when the primary had moved on from what it was based on."""
@@ -141,13 +115,19 @@ class Replayer:
     async def _apply_messages(self, entry: Entry, op: Operation) -> bool:
         messages = list(op.messages)
         base = self._left_at.get(op.key, op.primary_version)
+        # Replay's own last write on this session: its version, without a read.
+        known = self._left_at.get(op.key)
+        suspect = op.kind == "append" and (op.uncertain or entry.id in await self._suspects())
         moved = False
         for _ in range(CONFLICT_ATTEMPTS):
-            tail_length = len(messages) if op.kind == "append" else 0
-            current, tail = await self._head(op.key, tail_length)
-            moved = moved or (base is not None and current != base)
-            if op.kind == "append" and await self._already_appended(entry, op, current, tail):
-                return moved
+            if known is None or suspect:
+                current, tail = await self._head(op.key, len(messages) if suspect else 0)
+                # An uncertain write may itself be what moved the version.
+                moved = moved or (base is not None and current != base and not op.uncertain)
+                if suspect and await self._already_appended(entry, op, current, tail):
+                    return moved
+            else:
+                current = known
             expected = current or NEW_SESSION
             try:
                 if op.kind == "save":
@@ -155,22 +135,36 @@ class Replayer:
                         op.key, messages, expected_version=expected, user_id=op.user_id
                     )
                 else:
-                    await self.journal.mark(Mark(entry.id, current))
+                    await self.journal.mark(entry.id, current)
+                    self._marked.add(entry.id)
                     version = await self.primary.append(
                         op.key, messages, expected_version=expected, user_id=op.user_id
                     )
             except ConflictError:
-                continue  # another writer between our read and our write: read again
+                known = None  # another writer between our read and our write: read again
+                continue
+            except StorageUnavailableError:
+                if op.kind == "append":
+                    self._marked.add(entry.id)  # it may have committed: check next time
+                raise
             self._left_at[op.key] = version
+            self._marked.discard(entry.id)
             return moved
         raise ConflictError(f"session {op.key!r} kept changing on the primary during replay")
+
+    async def _suspects(self) -> set[str]:
+        """Entries an append of which may have reached the primary: marked by a replay that
+        then stopped (in an earlier process: the journal's marks), or that failed here."""
+        if self._loaded_marks is None:
+            self._loaded_marks = await self.journal.marks()
+        return self._marked | self._loaded_marks.keys()
 
     async def _already_appended(
         self, entry: Entry, op: Operation, current: int, tail: list[Message]
     ) -> bool:
         """Whether an interrupted replay, or the failed call itself, already appended it."""
-        mark = await self.journal.marked()
-        interrupted = mark is not None and mark.entry_id == entry.id and current > mark.version
+        marked = await self.journal.marked(entry.id)
+        interrupted = marked is not None and current > marked
         return (interrupted or op.uncertain) and tail == list(op.messages)
 
     async def _head(self, session_id: str, count: int) -> tuple[int, list[Message]]:
@@ -183,3 +177,12 @@ class Replayer:
                 return head.version, []
             start = max(0, head.message_count - count)
             return head.version, await reader.span(start, head.message_count)
+
+
+class Refused(Exception):
+    """The primary refused an entry: it is in the quarantine now."""
+
+    def __init__(self, entry: Entry, reason: str) -> None:
+        super().__init__(reason)
+        self.entry = entry
+        self.reason = reason

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ctxstore.errors import CorruptDataError
-from ctxstore.storage.journal import Entry, Journal, Mark, Operation, Quarantined
+from ctxstore.storage.journal import Entry, Journal, Operation, Quarantined
 from ctxstore.storage.redis import keys
 from ctxstore.storage.redis.errors import translated_redis
 from ctxstore.storage.redis.values import text
@@ -30,9 +30,19 @@ class RedisJournal(Journal):
                 entry_id, _ = await pipe.execute()
         return text(entry_id) or ""
 
-    async def head(self, limit: int) -> list[Entry]:
+    async def head(self, limit: int, *, after: str | None = None) -> list[Entry]:
+        start = f"({after}" if after else "-"
         with translated_redis("journal read"):
-            rows = await self._client.xrange(self._stream, count=limit)
+            rows = await self._client.xrange(self._stream, min=start, count=limit)
+        return self._entries(rows)
+
+    async def get(self, entry_id: str) -> Entry | None:
+        with translated_redis("journal read"):
+            rows = await self._client.xrange(self._stream, min=entry_id, max=entry_id)
+        found = self._entries(rows)
+        return found[0] if found else None
+
+    def _entries(self, rows: list[Any]) -> list[Entry]:
         entries = []
         for raw_id, fields in rows:
             entry_id = text(raw_id) or ""
@@ -46,30 +56,29 @@ class RedisJournal(Journal):
         return entries
 
     async def remove(self, entry_id: str) -> None:
-        marked = await self.marked()
         with translated_redis("journal write"):
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.xdel(self._stream, entry_id)
-                if marked is not None and marked.entry_id == entry_id:
-                    pipe.delete(self._mark)
+                pipe.hdel(self._mark, entry_id)
                 await pipe.execute()
 
     async def size(self) -> int:
         with translated_redis("journal read"):
             return int(await self._client.xlen(self._stream))
 
-    async def mark(self, mark: Mark) -> None:
+    async def mark(self, entry_id: str, version: int) -> None:
         with translated_redis("journal write"):
-            await self._client.hset(
-                self._mark, mapping={"entry": mark.entry_id, "version": mark.version}
-            )
+            await self._client.hset(self._mark, entry_id, version)
 
-    async def marked(self) -> Mark | None:
+    async def marked(self, entry_id: str) -> int | None:
         with translated_redis("journal read"):
-            entry, version = await self._client.hmget(self._mark, "entry", "version")
-        if entry is None or version is None:
-            return None
-        return Mark(text(entry) or "", int(version))
+            version = await self._client.hget(self._mark, entry_id)
+        return None if version is None else int(version)
+
+    async def marks(self) -> dict[str, int]:
+        with translated_redis("journal read"):
+            found = await self._client.hgetall(self._mark)
+        return {text(entry) or "": int(version) for entry, version in found.items()}
 
     async def quarantine(self, entry: Entry, reason: str) -> None:
         kind, key = entry.describe()
@@ -78,6 +87,7 @@ class RedisJournal(Journal):
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.rpush(self._quarantine, json.dumps({**record, "reason": reason}))
                 pipe.xdel(self._stream, entry.id)
+                pipe.hdel(self._mark, entry.id)
                 await pipe.execute()
 
     async def quarantined(self) -> list[Quarantined]:
