@@ -1,13 +1,16 @@
 """``ctxstore purge-expired``: delete sessions past their expires_at, in batches.
 
-Expired sessions already behave as missing; this reclaims their space.  Each batch is
-one short statement that skips sessions a writer holds (they go in the next run).
+Expired sessions already behave as missing; this reclaims their space.  With a
+retention age (``--older-than-days``) sessions whose last write is older than it go too.
+Each batch is one short statement that skips sessions a writer holds (they go in the
+next run).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from ctxstore.db.errors import translated
@@ -22,22 +25,39 @@ class PurgeReport:
     batches: int = 0
     seconds: float = 0.0
 
+    retained_days: int | None = None
+
     def summary(self) -> str:
+        what = "expired sessions"
+        if self.retained_days is not None:
+            what = f"expired sessions and sessions idle over {self.retained_days} days"
         return (
-            f"purged {self.sessions:,} expired sessions ({self.messages:,} messages, "
+            f"purged {self.sessions:,} {what} ({self.messages:,} messages, "
             f"with their summaries and states) in {self.batches:,} batches, "
             f"{self.seconds:.1f} s"
         )
 
 
-async def purge_expired(driver: Any, *, batch_size: int = 1000, show: bool = True) -> PurgeReport:
-    report = PurgeReport()
+async def purge_expired(
+    driver: Any,
+    *,
+    batch_size: int = 1000,
+    older_than: timedelta | None = None,
+    show: bool = True,
+) -> PurgeReport:
+    report = PurgeReport(retained_days=older_than.days if older_than is not None else None)
     started = time.monotonic()
     with translated("purge-expired"):
         pending = int(await sql.COUNT_EXPIRED.fetchval(driver))
+        if older_than is not None:
+            pending += int(await sql.COUNT_OLD.fetchval(driver, age=older_than))
         progress = Progress("purging sessions", pending) if show else None
         while True:
             rows = await sql.PURGE_EXPIRED_BATCH.fetch(driver, batch_size=batch_size)
+            if not rows and older_than is not None:
+                rows = await sql.PURGE_OLD_BATCH.fetch(
+                    driver, batch_size=batch_size, age=older_than
+                )
             if not rows:
                 break
             report.batches += 1

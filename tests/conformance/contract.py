@@ -549,6 +549,39 @@ class VersionedContract(StorageContract):
         with pytest.raises(InvalidInputError):
             await storage.save_profile("u1", {"age": -3})
 
+    async def test_erase_user_removes_every_session_and_the_profile(
+        self, storage: VersionedStorage
+    ) -> None:
+        await storage.save("e1", turn(0), user_id="erase-me")
+        await storage.append("e2", turn(1), user_id="erase-me")
+        await storage.save_state("e1", KNEE_STATE)
+        await storage.save_summary("e1", "a knee", covers_until=0)
+        await storage.save_profile("erase-me", {"age": 40})
+        await storage.save("kept", turn(0), user_id="someone-else")
+        await storage.save_profile("someone-else", {"age": 41})
+        receipt = await storage.erase_user("erase-me")
+        assert (receipt.user_id, receipt.sessions, receipt.summaries, receipt.states) == (
+            "erase-me",
+            2,
+            1,
+            1,
+        )
+        assert receipt.messages == len(turn(0)) + len(turn(1))
+        assert receipt.state_changes == 1 and receipt.profile
+        assert "2 sessions" in receipt.summary()
+        for session_id in ("e1", "e2"):
+            assert not await storage.exists(session_id)
+            assert await storage.load_state(session_id) is None
+            assert await storage.load_summary(session_id) is None
+            assert await storage.state_history(session_id) == []
+        assert await storage.load_profile("erase-me") is None
+        assert await storage.load("kept") == turn(0)
+        assert await storage.load_profile("someone-else") is not None
+        again = await storage.erase_user("erase-me")  # idempotent
+        assert (again.sessions, again.messages, again.profile) == (0, 0, False)
+        with pytest.raises(InvalidInputError):
+            await storage.erase_user("")
+
     async def test_a_deleted_profile_is_gone_and_its_sessions_stay(
         self, storage: VersionedStorage
     ) -> None:

@@ -107,6 +107,15 @@ class TestFallbackDegraded(VersionedContract):
 
         return make
 
+    async def test_erase_user_removes_every_session_and_the_profile(
+        self, storage: FallbackStorage
+    ) -> None:
+        """Overrides the contract's: degraded, an erasure waits for the store of record."""
+        await storage.save("e1", turn(0), user_id="erase-me")
+        with pytest.raises(StorageUnavailableError, match="erase_user needs the primary"):
+            await storage.erase_user("erase-me")
+        assert await storage.load("e1") == turn(0)
+
     async def test_the_secondary_serves(self, storage: FallbackStorage) -> None:
         await storage.save("d", turn(0))
         assert storage.degraded

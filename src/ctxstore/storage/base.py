@@ -31,6 +31,8 @@ __all__ = [
     "NEW_SESSION",
     "AsyncClosing",
     "ContextStorage",
+    "Erased",
+    "ErasureReceipt",
     "Limits",
     "MessageInput",
     "SessionHead",
@@ -92,6 +94,42 @@ class ContextStorage(Protocol):
     async def exists(self, session_id: str) -> bool: ...
 
     async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Erased:
+    """What a backend removed for one user (a hook's result; see ErasureReceipt)."""
+
+    session_ids: tuple[str, ...] = ()
+    messages: int = 0
+    summaries: int = 0
+    states: int = 0
+    state_changes: int = 0
+    profile: bool = False
+
+
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """What ``erase_user`` removed, and when: for the requester and the audit log."""
+
+    user_id: str
+    sessions: int
+    messages: int
+    summaries: int
+    states: int
+    state_changes: int
+    profile: bool
+    erased_at: datetime
+    seconds: float
+
+    def summary(self) -> str:
+        return (
+            f"erased user {self.user_id!r}: {self.sessions:,} sessions, {self.messages:,} "
+            f"messages, {self.summaries:,} summaries, {self.states:,} states "
+            f"({self.state_changes:,} state changes), "
+            f"{'the profile' if self.profile else 'no profile'}; "
+            f"at {self.erased_at.isoformat(timespec='seconds')} in {self.seconds:.2f} s"
+        )
 
 
 @dataclass(frozen=True)
@@ -213,6 +251,8 @@ class VersionedStorage(ContextStorage, Protocol):
     async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
 
     async def delete_profile(self, user_id: str) -> None: ...
+
+    async def erase_user(self, user_id: str) -> ErasureReceipt: ...
 
     async def snapshot(self, session_id: str) -> SessionSnapshot: ...
 

@@ -38,7 +38,7 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
+from ctxstore.storage.base import AsyncClosing, ErasureReceipt, MessageInput, SessionReader
 from ctxstore.storage.failover import FallbackStats, Sides
 from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
 from ctxstore.storage.replay import ReplayReport
@@ -279,6 +279,17 @@ class FallbackStorage(AsyncClosing):
             lambda: Operation("delete_profile", user_id),
             key=copy_key("delete_profile", user_id),
         )
+
+    async def erase_user(self, user_id: str) -> ErasureReceipt:
+        """Erase on the primary only, with nothing pending: an erasure must reach the store
+        of record, and journaled writes of the user's sessions must not outlive it."""
+        await self._sides.ready()
+        if self._sides.mode != "healthy":
+            raise StorageUnavailableError(
+                "erase_user needs the primary with the fallback journal replayed: retry "
+                "when the primary is back (reconcile() replays the journal)"
+            )
+        return await self.primary.erase_user(user_id)
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:
         return await self._read(lambda store: store.snapshot(session_id), _session(session_id))

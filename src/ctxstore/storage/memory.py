@@ -25,6 +25,7 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
+from ctxstore.storage.base import Erased
 from ctxstore.storage.journal import MemoryJournal
 from ctxstore.storage.knowledge import Known
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
@@ -270,6 +271,20 @@ class MemoryStorage(Store):
     async def _delete_profile(self, user_id: str) -> None:
         async with self._lock:
             self._profiles.pop(user_id, None)
+
+    async def _erase_user(self, user_id: str) -> Erased:
+        async with self._lock:
+            doomed = {sid: e for sid, e in self._sessions.items() if e.user_id == user_id}
+            for session_id in doomed:
+                del self._sessions[session_id]
+            return Erased(
+                session_ids=tuple(doomed),
+                messages=sum(len(e.messages) for e in doomed.values()),
+                summaries=sum(len(e.summaries) for e in doomed.values()),
+                states=sum(e.state is not None for e in doomed.values()),
+                state_changes=sum(len(e.history) for e in doomed.values()),
+                profile=self._profiles.pop(user_id, None) is not None,
+            )
 
     def open_journal(self, name: str) -> MemoryJournal:
         return self._journals.setdefault(name, MemoryJournal())

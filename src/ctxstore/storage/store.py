@@ -10,10 +10,11 @@ FallbackStorage accept and reject exactly the same inputs, the same way.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ctxstore.errors import ConfigurationError, ConflictError
@@ -27,7 +28,13 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.base import AsyncClosing, MessageInput, SessionReader
+from ctxstore.storage.base import (
+    AsyncClosing,
+    Erased,
+    ErasureReceipt,
+    MessageInput,
+    SessionReader,
+)
 from ctxstore.storage.journal import Journal
 from ctxstore.storage.knowledge import Known, SessionKnowledge
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
@@ -187,6 +194,26 @@ class Store(AsyncClosing, ABC):
         rules.check_user_id(user_id, self.limits)
         await self._delete_profile(user_id)
 
+    async def erase_user(self, user_id: str) -> ErasureReceipt:
+        """Remove everything of the user: each session whose user it is, with its
+        messages, summaries, state and state history, and the profile (idempotent)."""
+        rules.check_user_id(user_id, self.limits)
+        started = time.monotonic()
+        erased = await self._erase_user(user_id)
+        for session_id in erased.session_ids:
+            self.knowledge.forget(session_id)
+        return ErasureReceipt(
+            user_id=user_id,
+            sessions=len(erased.session_ids),
+            messages=erased.messages,
+            summaries=erased.summaries,
+            states=erased.states,
+            state_changes=erased.state_changes,
+            profile=erased.profile,
+            erased_at=datetime.now(UTC),
+            seconds=time.monotonic() - started,
+        )
+
     # -- the fallback's journal -------------------------------------------------------------
 
     def open_journal(self, name: str) -> Journal:
@@ -304,6 +331,11 @@ class Store(AsyncClosing, ABC):
 
     @abstractmethod
     async def _delete_profile(self, user_id: str) -> None: ...
+
+    @abstractmethod
+    async def _erase_user(self, user_id: str) -> Erased:
+        """Remove the user's sessions and profile; what went (one transaction where the
+        backend has them)."""
 
     @abstractmethod
     async def _snapshot(self, session_id: str) -> SessionSnapshot: ...

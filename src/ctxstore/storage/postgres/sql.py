@@ -243,6 +243,34 @@ RETURNING version""",
 # Everything session-scoped goes with the row (ON DELETE CASCADE); the profile stays.
 DELETE_SESSION = Statement("delete session", "DELETE FROM sessions WHERE session_id = :sid")
 
+# -- erasure ---------------------------------------------------------------------------------
+
+# Every session of a user, counted and deleted (with everything cascading from it) in one
+# statement; its sub-statements share one snapshot, so the counts are of what it deletes.
+# Session rows are locked first, in id order, as every write path locks them.
+ERASE_USER_SESSIONS = Statement(
+    "erase user sessions",
+    """
+WITH doomed AS (
+    SELECT session_id FROM sessions WHERE user_id = :user_id ORDER BY session_id FOR UPDATE
+), gone AS (
+    DELETE FROM sessions AS s USING doomed
+     WHERE s.session_id = doomed.session_id
+    RETURNING s.session_id, s.message_count
+)
+SELECT (SELECT coalesce(array_agg(session_id ORDER BY session_id), '{}') FROM gone)
+           AS session_ids,
+       (SELECT coalesce(sum(message_count), 0) FROM gone) AS messages,
+       (SELECT count(*) FROM summaries JOIN doomed USING (session_id)) AS summaries,
+       (SELECT count(*) FROM consultation_states JOIN doomed USING (session_id)) AS states,
+       (SELECT count(*) FROM consultation_state_history JOIN doomed USING (session_id))
+           AS state_changes""",
+)
+
+ERASE_USER_PROFILE = Statement(
+    "erase user profile", "DELETE FROM user_profiles WHERE user_id = :user_id"
+)
+
 # -- expiry -----------------------------------------------------------------------------------
 
 # purge-expired: one batch; SKIP LOCKED leaves sessions being written to the next run.
@@ -259,6 +287,25 @@ WITH doomed AS (
 )
 DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
 RETURNING s.message_count""",
+)
+
+# Retention: sessions whose last write is older than :age (updated_at has no index: a
+# batch scans until it found its rows; retention runs rarely, off the request path).
+PURGE_OLD_BATCH = Statement(
+    "purge old batch",
+    """
+WITH doomed AS (
+    SELECT session_id FROM sessions
+     WHERE updated_at < now() - (:age)::interval
+     LIMIT :batch_size
+       FOR UPDATE SKIP LOCKED
+)
+DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
+RETURNING s.message_count""",
+)
+
+COUNT_OLD = Statement(
+    "count old", "SELECT count(*) FROM sessions WHERE updated_at < now() - (:age)::interval"
 )
 
 COUNT_EXPIRED = Statement(

@@ -32,6 +32,7 @@ from ctxstore.models import (
     full_digest,
 )
 from ctxstore.storage import rules
+from ctxstore.storage.base import Erased
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, StoredList
 from ctxstore.storage.postgres import documents, rows, sql
@@ -525,6 +526,19 @@ class PostgresStorage(Store):
             "load_profile", "fetchrow", sql.CURRENT_PROFILE, user_id=user_id
         )
         return rows.profile_from_row(row, user_id) if row is not None else None
+
+    async def _erase_user(self, user_id: str) -> Erased:
+        async with self._connections.call("erase user") as driver, driver.transaction():
+            row = await sql.ERASE_USER_SESSIONS.fetchrow(driver, user_id=user_id)
+            profile = await sql.ERASE_USER_PROFILE.execute(driver, user_id=user_id)
+        return Erased(
+            session_ids=tuple(row["session_ids"]),
+            messages=int(row["messages"]),
+            summaries=int(row["summaries"]),
+            states=int(row["states"]),
+            state_changes=int(row["state_changes"]),
+            profile=profile.endswith(" 1"),
+        )
 
     async def _delete_profile(self, user_id: str) -> None:
         async with self._connections.call("delete profile") as driver:

@@ -27,6 +27,7 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
+from ctxstore.storage.base import Erased
 from ctxstore.storage.knowledge import Known
 from ctxstore.storage.redis import keys, scripts, values
 from ctxstore.storage.redis.errors import translated_redis
@@ -154,6 +155,59 @@ class RedisStorage(Store):
     async def _delete_profile(self, user_id: str) -> None:
         with translated_redis("delete profile"):
             await self._client.delete(self.profile_key(user_id))
+
+    async def _erase_user(self, user_id: str) -> Erased:
+        # Redis has no index by user: the meta hashes are walked (SCAN, never KEYS).
+        meta_prefix = self.session_keys("")[keys.META]
+        session_ids: list[str] = []
+        with translated_redis("erase user"):
+            batch: list[str] = []
+            async for raw in self._client.scan_iter(match=_glob(meta_prefix) + "*", count=500):
+                batch.append(values.text(raw) or "")
+                if len(batch) >= 500:
+                    session_ids += await self._owned_by(user_id, batch, meta_prefix)
+                    batch = []
+            session_ids += await self._owned_by(user_id, batch, meta_prefix)
+            erased = [await self._erase_session(session_id) for session_id in session_ids]
+            profile = bool(await self._client.delete(self.profile_key(user_id)))
+        return Erased(
+            session_ids=tuple(session_ids),
+            messages=sum(counts[0] for counts in erased),
+            summaries=sum(counts[1] for counts in erased),
+            states=sum(counts[2] for counts in erased),
+            state_changes=sum(counts[3] for counts in erased),
+            profile=profile,
+        )
+
+    async def _owned_by(self, user_id: str, meta_keys: list[str], meta_prefix: str) -> list[str]:
+        if not meta_keys:
+            return []
+        async with self._client.pipeline(transaction=False) as pipe:
+            for key in meta_keys:
+                pipe.hget(key, "user_id")
+            owners = await pipe.execute()
+        return [
+            key[len(meta_prefix) :]
+            for key, owner in zip(meta_keys, owners, strict=True)
+            if values.text(owner) == user_id
+        ]
+
+    async def _erase_session(self, session_id: str) -> tuple[int, int, int, int]:
+        """Delete the session's keys in one transaction; (messages, summaries, states,
+        state changes) it held."""
+        session = self.session_keys(session_id)
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.get(session[keys.MESSAGES])
+            pipe.llen(session[keys.SUMMARIES])
+            pipe.exists(session[keys.STATE])
+            pipe.llen(session[keys.STATE_HISTORY])
+            pipe.delete(*session)
+            raw, summaries, states, changes, _ = await pipe.execute()
+        try:
+            messages = len(values.parse_session_value(raw, session_id)) if raw else 0
+        except CorruptDataError:
+            messages = 0  # unreadable, and erased all the same
+        return messages, int(summaries), int(states), int(changes)
 
     def open_journal(self, name: str) -> RedisJournal:
         return RedisJournal(self._client, self.prefix, name)
@@ -319,3 +373,8 @@ class RedisStorage(Store):
             return await self.load_profile(user_id)
 
         yield SnapshotReader(copy, self.token_counter, profile)
+
+
+def _glob(literal: str) -> str:
+    """``literal`` with SCAN's pattern characters escaped."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in literal)
