@@ -24,8 +24,8 @@ from ctxstore import (
     SessionNotFoundError,
 )
 from ctxstore.storage.fallback import FallbackStorage
-from ctxstore.storage.journal import Operation
-from ctxstore.storage.replay import Replayer
+from ctxstore.storage.journal import Journal, Operation, Position
+from ctxstore.storage.replay import Outcome, Replayer
 from tests.faults import TcpProxy
 
 
@@ -197,22 +197,42 @@ async def test_documents_written_in_an_outage_reach_the_primary(
     assert await fallback.secondary.load_profile("u") is None  # the copy is gone
 
 
-async def test_an_append_interrupted_mid_replay_is_applied_once(
+async def replay_all(replayer: Replayer, journal: Journal) -> Outcome:
+    """Replay the journal (one session's entries) the way FallbackStorage does."""
+    total = Outcome()
+    while entries := await journal.head(100):
+        outcome = await replayer.replay(entries)
+        total.replayed += outcome.replayed
+        total.quarantined += outcome.quarantined
+    return total
+
+
+async def test_a_run_of_appends_interrupted_mid_replay_is_applied_once(
     direct: PostgresStorage,
 ) -> None:
     journal = MemoryStorage().open_journal("j")
-    operation = Operation("append", "once", messages=tuple(msgs("turn 2")))
     await direct.save("once", msgs("turn 1"))
-    entry_id = await journal.record(operation)
-    # The crash: replay marked the entry at version 1, applied it, and died before
-    # removing it.
-    await journal.mark(entry_id, 1)
-    await direct.append("once", msgs("turn 2"))
-    entry = await journal.get(entry_id)
-    assert entry is not None
-    await Replayer(direct, journal).replay(entry)
-    assert await direct.load("once") == msgs("turn 1", "turn 2")
-    assert await journal.size() == 0
+    first = await journal.record(Operation("append", "once", messages=tuple(msgs("turn 2"))))
+    second = await journal.record(
+        Operation("append", "once", messages=tuple(msgs("turn 3", "turn 4")))
+    )
+    await journal.record(Operation("append", "once", messages=tuple(msgs("turn 5"))))
+    # The crash: replay marked the run of the first two at version 1 (positions 1 and 2),
+    # appended it as one, and died before removing them.
+    await journal.mark({first: Position(1, 1), second: Position(1, 2)})
+    await direct.append("once", msgs("turn 2", "turn 3", "turn 4"))
+    outcome = await replay_all(Replayer(direct, journal), journal)
+    assert outcome.replayed == 3 and await journal.size() == 0
+    assert await direct.load("once") == msgs("turn 1", "turn 2", "turn 3", "turn 4", "turn 5")
+
+
+async def test_a_marked_append_that_never_landed_is_applied(direct: PostgresStorage) -> None:
+    journal = MemoryStorage().open_journal("j")
+    await direct.save("never", msgs("turn 1"))
+    entry_id = await journal.record(Operation("append", "never", messages=tuple(msgs("x"))))
+    await journal.mark({entry_id: Position(1, 1)})  # marked, then the primary went away
+    await replay_all(Replayer(direct, journal), journal)
+    assert await direct.load("never") == msgs("turn 1", "x")
 
 
 async def test_an_append_the_failing_call_may_have_applied_is_applied_once(
@@ -224,9 +244,7 @@ async def test_an_append_the_failing_call_may_have_applied_is_applied_once(
         Operation("append", "maybe", messages=tuple(msgs("turn 2")), uncertain=True)
     )
     await journal.record(Operation("append", "maybe", messages=tuple(msgs("turn 3"))))
-    replayer = Replayer(direct, journal)
-    for entry in await journal.head(10):
-        await replayer.replay(entry)
+    await replay_all(Replayer(direct, journal), journal)
     assert await direct.load("maybe") == msgs("turn 1", "turn 2", "turn 3")
 
 
@@ -236,12 +254,13 @@ async def test_replay_uses_only_the_store_api() -> None:
     journal = MemoryStorage().open_journal("j")
     await journal.record(Operation("save", "m", messages=tuple(msgs("a", "b"))))
     await journal.record(Operation("delete", "m"))
-    await journal.record(Operation("append", "m", messages=tuple(msgs("c"))))
-    replayer = Replayer(primary, journal)
-    for entry in await journal.head(10):
-        await replayer.replay(entry)
+    for letter in "cde":
+        await journal.record(Operation("append", "m", messages=tuple(msgs(letter))))
+    outcome = await replay_all(Replayer(primary, journal), journal)
+    assert (outcome.replayed, outcome.quarantined) == (5, 0)
     assert await journal.size() == 0
-    assert await primary.load("m") == msgs("c")
+    assert await primary.load("m") == msgs("c", "d", "e")
+    assert await primary.version("m") == 1  # the three appends went as one
 
 
 async def test_a_state_needs_the_session_on_the_serving_side(

@@ -25,18 +25,21 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
+from itertools import islice, takewhile
+from typing import Literal, cast
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.keyed_locks import KeyedLocks
 from ctxstore.storage.journal import Entry, Journal, Operation
-from ctxstore.storage.replay import Refused, Replayer, ReplayReport
+from ctxstore.storage.replay import Replayer, ReplayReport
 from ctxstore.storage.store import Store
 
 logger = logging.getLogger("ctxstore.fallback")
 PROBE_SESSION = "__ctxstore_probe__"
 #: Sessions whose primary version the fallback remembers (for the merge policy's count).
 SEEN_VERSIONS = 10_000
+#: Pending entries of one key read from the journal at a time.
+DRAIN_BATCH = 200
 Mode = Literal["healthy", "degraded", "recovering"]
 
 
@@ -226,42 +229,43 @@ class Sides:
                 )
 
     async def _replay_oldest(self, entry: Entry) -> None:
+        """Journal order reached ``entry``: replay its key, unless a writer did."""
         key = self._key_of(entry)
         async with self._locks.hold(key):
             queue = self._pending.get(key)
             if not queue or queue[0] != entry.id:
                 return  # a writer replayed it first
             try:
-                await self._replay_one(key, entry)
+                await self._drain_key(key)
             except ConflictError as error:
                 logger.warning("replay of %s paused: %s", key, error)
 
     async def _drain_key(self, key: str) -> None:
-        """Replay every pending entry of ``key`` (its lock held)."""
+        """Replay every pending entry of ``key``, oldest first (its lock held)."""
         while queue := self._pending.get(key):
-            entry = await self.journal.get(queue[0])
-            if entry is not None:
-                await self._replay_one(key, entry)
-                continue
-            queue.popleft()  # removed by a replay that could not tell us
+            found = await self.journal.get_many(list(islice(queue, DRAIN_BATCH)))
+            present = list(takewhile(lambda entry: entry is not None, found))
+            if not present:
+                queue.popleft()  # removed by a replay that could not tell us
+            else:
+                outcome = await self._replayer.replay(cast(list[Entry], present))
+                self.stats.replayed += outcome.replayed
+                self.stats.quarantined += outcome.quarantined
+                self.stats.moved_on += outcome.moved
+                if outcome.quarantined:
+                    entry = cast(Entry, present[0])
+                    kind, subject = entry.describe()
+                    logger.error(
+                        "journal entry %s (%s %r) quarantined: %s",
+                        entry.id,
+                        kind,
+                        subject,
+                        outcome.refusal,
+                    )
+                for _ in range(outcome.handled):
+                    queue.popleft()
             if not queue:
                 await self._settle(key)
-
-    async def _replay_one(self, key: str, entry: Entry) -> None:
-        queue = self._pending[key]
-        try:
-            if await self._replayer.replay(entry):
-                self.stats.moved_on += 1
-            self.stats.replayed += 1
-        except Refused as refused:
-            self.stats.quarantined += 1
-            kind, subject = entry.describe()
-            logger.error(
-                "journal entry %s (%s %r) quarantined: %s", entry.id, kind, subject, refused
-            )
-        queue.popleft()
-        if not queue:
-            await self._settle(key)
 
     async def _settle(self, key: str) -> None:
         """``key`` has nothing left to replay: the primary serves it; its copy goes."""

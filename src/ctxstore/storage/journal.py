@@ -8,8 +8,9 @@ the secondary: ``MemoryJournal`` in this process (lost with it, like a MemorySto
 
 Besides the operations a journal keeps:
 
-- the *marks*: for each entry replay is applying, the primary version it applies it at,
-  so that an append interrupted by a crash is neither lost nor applied twice;
+- the *marks*: for each append replay is applying, the primary version and message
+  position it applies it at, so that one interrupted by a crash is neither lost nor
+  applied twice;
 - the *quarantine*: operations the primary refused, with the reason (never retried);
 - the *copies*: what the secondary still holds of replayed writes, removed once the
   primary serves again, so that a later outage never reads or resurrects them.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal, get_args
@@ -131,6 +132,23 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Position:
+    """Where replay appends an entry's messages: at the primary's session ``version``,
+    from message position ``start`` on."""
+
+    version: int
+    start: int
+
+    def encode(self) -> str:
+        return f"{self.version}:{self.start}"
+
+    @classmethod
+    def decode(cls, raw: str) -> Position:
+        version, _, start = raw.partition(":")
+        return cls(int(version), int(start or 0))
+
+
+@dataclass(frozen=True)
 class Quarantined:
     entry_id: str
     kind: str
@@ -151,25 +169,23 @@ class Journal(ABC):
         """Up to ``limit`` entries, oldest first (after the entry id ``after``)."""
 
     @abstractmethod
-    async def get(self, entry_id: str) -> Entry | None: ...
+    async def get_many(self, entry_ids: Sequence[str]) -> list[Entry | None]:
+        """The entries, in the order asked (None: not in the journal)."""
 
     @abstractmethod
-    async def remove(self, entry_id: str) -> None:
-        """Drop a replayed entry and its mark."""
+    async def remove(self, entry_ids: Sequence[str]) -> None:
+        """Drop replayed entries and their marks."""
 
     @abstractmethod
     async def size(self) -> int: ...
 
     @abstractmethod
-    async def mark(self, entry_id: str, version: int) -> None:
-        """Replay applies ``entry_id`` at the primary's ``version``."""
+    async def mark(self, positions: Mapping[str, Position]) -> None:
+        """Replay is about to append these entries where their positions say."""
 
     @abstractmethod
-    async def marked(self, entry_id: str) -> int | None: ...
-
-    @abstractmethod
-    async def marks(self) -> dict[str, int]:
-        """Every mark: entry id -> version."""
+    async def marks(self) -> dict[str, Position]:
+        """Every mark: entry id -> position."""
 
     async def scan(self, page: int = 1000) -> AsyncIterator[Entry]:
         """Every entry, oldest first."""
@@ -199,7 +215,7 @@ class MemoryJournal(Journal):
 
     _entries: dict[str, Operation] = field(default_factory=dict)
     _next: int = 0
-    _marks: dict[str, int] = field(default_factory=dict)
+    _marks: dict[str, Position] = field(default_factory=dict)
     _quarantine: list[Quarantined] = field(default_factory=list)
     _copies: set[str] = field(default_factory=set)
 
@@ -215,29 +231,27 @@ class MemoryJournal(Journal):
         later = (item for item in self._entries.items() if after is None or item[0] > after)
         return [Entry(key, op) for key, op in islice(later, limit)]
 
-    async def get(self, entry_id: str) -> Entry | None:
-        operation = self._entries.get(entry_id)
-        return Entry(entry_id, operation) if operation is not None else None
+    async def get_many(self, entry_ids: Sequence[str]) -> list[Entry | None]:
+        found = ((entry_id, self._entries.get(entry_id)) for entry_id in entry_ids)
+        return [Entry(key, op) if op is not None else None for key, op in found]
 
-    async def remove(self, entry_id: str) -> None:
-        self._entries.pop(entry_id, None)
-        self._marks.pop(entry_id, None)
+    async def remove(self, entry_ids: Sequence[str]) -> None:
+        for entry_id in entry_ids:
+            self._entries.pop(entry_id, None)
+            self._marks.pop(entry_id, None)
 
     async def size(self) -> int:
         return len(self._entries)
 
-    async def mark(self, entry_id: str, version: int) -> None:
-        self._marks[entry_id] = version
+    async def mark(self, positions: Mapping[str, Position]) -> None:
+        self._marks.update(positions)
 
-    async def marked(self, entry_id: str) -> int | None:
-        return self._marks.get(entry_id)
-
-    async def marks(self) -> dict[str, int]:
+    async def marks(self) -> dict[str, Position]:
         return dict(self._marks)
 
     async def quarantine(self, entry: Entry, reason: str) -> None:
         self._quarantine.append(Quarantined(entry.id, *entry.describe(), reason))
-        await self.remove(entry.id)
+        await self.remove([entry.id])
 
     async def quarantined(self) -> list[Quarantined]:
         return list(self._quarantine)

@@ -27,17 +27,20 @@ documents are idempotent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.models import Message
-from ctxstore.storage.journal import Entry, Journal, Operation
+from ctxstore.storage.journal import Entry, Journal, Operation, Position
 from ctxstore.storage.rules import NEW_SESSION
 from ctxstore.storage.store import Store
 
 logger = logging.getLogger("ctxstore.fallback")
 #: Conflicts in a row (other writers on the same session) before replay tries again later.
 CONFLICT_ATTEMPTS = 20
+#: Messages replay appends in one statement when it joins a run of journaled appends.
+RUN_MESSAGES = 1000
 
 
 @dataclass
@@ -50,45 +53,136 @@ class ReplayReport:
     remaining: int = 0
 
 
+@dataclass
+class Outcome:
+    """What one ``replay`` call did with the oldest entries it was given."""
+
+    replayed: int = 0
+    quarantined: int = 0
+    moved: bool = False
+    refusal: str = ""
+
+    @property
+    def handled(self) -> int:
+        return self.replayed + self.quarantined
+
+
+@dataclass(frozen=True)
+class _Head:
+    version: int
+    count: int
+
+
 class Replayer:
-    """Applies journal entries to the primary; which entry when is storage/failover.py's."""
+    """Applies journal entries to the primary; which key when is storage/failover.py's."""
 
     def __init__(self, primary: Store, journal: Journal) -> None:
         self.primary = primary
         self.journal = journal
-        #: The primary version replay last left each session at (moved-on detection).
-        self._left_at: dict[str, int] = {}
-        #: Appends this process marked and may have applied (see _suspects).
-        self._marked: set[str] = set()
-        self._loaded_marks: dict[str, int] | None = None
+        #: Where replay's own last write left each session (no read needed after it).
+        self._left_at: dict[str, _Head] = {}
+        #: Appends this process marked and that may have been applied (see _suspects).
+        self._marked: dict[str, Position] = {}
+        self._loaded_marks: dict[str, Position] | None = None
 
     def settled(self, key: str) -> int | None:
         """The key has nothing left to replay: forget it; the version replay left it at."""
-        return self._left_at.pop(key, None)
+        head = self._left_at.pop(key, None)
+        return head.version if head is not None else None
 
-    async def replay(self, entry: Entry) -> bool:
-        """Apply ``entry`` and remove it from the journal; True when the primary had moved
-        on from what it was based on.  A refused entry is quarantined (and re-raised as
-        Refused); unavailability and conflicts propagate with the entry still there."""
-        if entry.operation is None:
-            await self.journal.quarantine(entry, entry.problem)
-            raise Refused(entry, entry.problem)
+    async def replay(self, entries: Sequence[Entry]) -> Outcome:
+        """Apply the oldest of ``entries`` (one session's pending entries, oldest first):
+        a run of appends as one append, anything else alone; remove what was applied.
+        Refused entries are quarantined; unavailability and conflicts propagate with the
+        entries still in the journal."""
+        first = entries[0]
+        if first.operation is None:
+            await self.journal.quarantine(first, first.problem)
+            return Outcome(quarantined=1, refusal=first.problem)
+        run = await self._append_run(entries)
+        if len(run) > 1:
+            try:
+                moved = await self._append(run)
+            except (StorageUnavailableError, ConflictError):
+                raise
+            except CtxStoreError:
+                pass  # together too much for the primary: one at a time decides
+            else:
+                await self.journal.remove([entry.id for entry, _ in run])
+                return Outcome(replayed=len(run), moved=moved)
         try:
-            moved = await self._apply(entry, entry.operation)
+            moved = await self._apply(first, first.operation)
         except (StorageUnavailableError, ConflictError):
             raise
         except CtxStoreError as error:
-            await self.journal.quarantine(entry, str(error))
-            raise Refused(entry, str(error)) from error
-        await self.journal.remove(entry.id)
-        return moved
+            await self.journal.quarantine(first, str(error))
+            return Outcome(quarantined=1, refusal=str(error))
+        await self.journal.remove([first.id])
+        return Outcome(replayed=1, moved=moved)
+
+    async def _append_run(self, entries: Sequence[Entry]) -> list[tuple[Entry, Operation]]:
+        """The leading appends no earlier attempt may have applied (at most RUN_MESSAGES
+        messages, one user id): they can go to the primary as one."""
+        suspects = await self._suspects()
+        run: list[tuple[Entry, Operation]] = []
+        messages = 0
+        for entry in entries:
+            op = entry.operation
+            if op is None or op.kind != "append" or op.uncertain or entry.id in suspects:
+                break
+            if run and (
+                messages + len(op.messages) > RUN_MESSAGES or op.user_id != run[0][1].user_id
+            ):
+                break
+            run.append((entry, op))
+            messages += len(op.messages)
+        return run
+
+    async def _append(self, run: Sequence[tuple[Entry, Operation]]) -> bool:
+        """Append the run's messages in one statement, each entry marked with its place."""
+        first = run[0][1]
+        messages = [message for _, op in run for message in op.messages]
+        base = self._base(first)
+        head = self._left_at.get(first.key)
+        moved = False
+        for _ in range(CONFLICT_ATTEMPTS):
+            if head is None:
+                head = await self._head(first.key)
+                # An uncertain write may itself be what moved the version.
+                moved = moved or (base is not None and head.version != base and not first.uncertain)
+            positions: dict[str, Position] = {}
+            start = head.count
+            for entry, op in run:
+                positions[entry.id] = Position(head.version, start)
+                start += len(op.messages)
+            await self.journal.mark(positions)
+            self._marked.update(positions)
+            try:
+                version = await self.primary.append(
+                    first.key,
+                    messages,
+                    expected_version=head.version or NEW_SESSION,
+                    user_id=first.user_id,
+                )
+            except ConflictError:
+                head = None  # another writer between our read and our write: read again
+                continue
+            self._left_at[first.key] = _Head(version, head.count + len(messages))
+            for entry_id in positions:
+                del self._marked[entry_id]
+            return moved
+        raise ConflictError(f"session {first.key!r} kept changing on the primary during replay")
+
+    def _base(self, op: Operation) -> int | None:
+        left = self._left_at.get(op.key)
+        return left.version if left is not None else op.primary_version
 
     async def _apply(self, entry: Entry, op: Operation) -> bool:
         """Apply one operation; True when the primary had moved on from what it was based on."""
         primary = self.primary
         if op.kind == "delete":
             await primary.delete(op.key)
-            self._left_at[op.key] = 0
+            self._left_at[op.key] = _Head(0, 0)
         elif op.kind == "state":
             await primary.save_state(op.key, op.document or {})
         elif op.kind == "profile":
@@ -113,70 +207,65 @@ class Replayer:
         )
 
     async def _apply_messages(self, entry: Entry, op: Operation) -> bool:
-        messages = list(op.messages)
-        base = self._left_at.get(op.key, op.primary_version)
-        # Replay's own last write on this session: its version, without a read.
-        known = self._left_at.get(op.key)
-        suspect = op.kind == "append" and (op.uncertain or entry.id in await self._suspects())
+        if op.kind == "append":
+            if op.uncertain or entry.id in await self._suspects():
+                found = await self._head(op.key)
+                if await self._already_appended(entry, op, found):
+                    self._left_at[op.key] = found
+                    return False
+            return await self._append([(entry, op)])
+        base = self._base(op)
+        head: _Head | None = self._left_at.get(op.key)
         moved = False
         for _ in range(CONFLICT_ATTEMPTS):
-            if known is None or suspect:
-                current, tail = await self._head(op.key, len(messages) if suspect else 0)
-                # An uncertain write may itself be what moved the version.
-                moved = moved or (base is not None and current != base and not op.uncertain)
-                if suspect and await self._already_appended(entry, op, current, tail):
-                    return moved
-            else:
-                current = known
-            expected = current or NEW_SESSION
+            if head is None:
+                head = await self._head(op.key)
+                moved = moved or (base is not None and head.version != base and not op.uncertain)
             try:
-                if op.kind == "save":
-                    version = await self.primary.save(
-                        op.key, messages, expected_version=expected, user_id=op.user_id
-                    )
-                else:
-                    await self.journal.mark(entry.id, current)
-                    self._marked.add(entry.id)
-                    version = await self.primary.append(
-                        op.key, messages, expected_version=expected, user_id=op.user_id
-                    )
+                version = await self.primary.save(
+                    op.key,
+                    list(op.messages),
+                    expected_version=head.version or NEW_SESSION,
+                    user_id=op.user_id,
+                )
             except ConflictError:
-                known = None  # another writer between our read and our write: read again
+                head = None  # another writer between our read and our write: read again
                 continue
-            except StorageUnavailableError:
-                if op.kind == "append":
-                    self._marked.add(entry.id)  # it may have committed: check next time
-                raise
-            self._left_at[op.key] = version
-            self._marked.discard(entry.id)
+            self._left_at[op.key] = _Head(version, len(op.messages))
             return moved
         raise ConflictError(f"session {op.key!r} kept changing on the primary during replay")
 
-    async def _suspects(self) -> set[str]:
-        """Entries an append of which may have reached the primary: marked by a replay that
-        then stopped (in an earlier process: the journal's marks), or that failed here."""
+    async def _suspects(self) -> dict[str, Position]:
+        """Appends that may have reached the primary: marked by a replay that then stopped
+        (in an earlier process: the journal's marks), or marked here and not confirmed."""
         if self._loaded_marks is None:
             self._loaded_marks = await self.journal.marks()
-        return self._marked | self._loaded_marks.keys()
+        return {**self._loaded_marks, **self._marked}
 
-    async def _already_appended(
-        self, entry: Entry, op: Operation, current: int, tail: list[Message]
-    ) -> bool:
+    async def _already_appended(self, entry: Entry, op: Operation, head: _Head) -> bool:
         """Whether an interrupted replay, or the failed call itself, already appended it."""
-        marked = await self.journal.marked(entry.id)
-        interrupted = marked is not None and current > marked
-        return (interrupted or op.uncertain) and tail == list(op.messages)
+        length = len(op.messages)
+        position = (await self._suspects()).get(entry.id)
+        if position is not None:
+            if head.version <= position.version:
+                return False  # nothing was written at or after that version
+            start = position.start
+        elif op.uncertain:
+            start = head.count - length  # the failed call would have been the last write
+        else:
+            return False
+        if start < 0 or start + length > head.count:
+            return False
+        return await self._span(op.key, start, start + length) == list(op.messages)
 
-    async def _head(self, session_id: str, count: int) -> tuple[int, list[Message]]:
-        """The session's version and its last ``count`` messages, from one snapshot."""
+    async def _head(self, session_id: str) -> _Head:
         async with self.primary.reader(session_id) as reader:
             head = await reader.head()
-            if not head.exists:
-                return 0, []
-            if count == 0:
-                return head.version, []
-            start = max(0, head.message_count - count)
-            return head.version, await reader.span(start, head.message_count)
+        return _Head(head.version, head.message_count) if head.exists else _Head(0, 0)
+
+    async def _span(self, session_id: str, start: int, stop: int) -> list[Message]:
+        async with self.primary.reader(session_id) as reader:
+            return await reader.span(start, stop)
 
 
 class Refused(Exception):

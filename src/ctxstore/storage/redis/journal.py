@@ -7,11 +7,11 @@ off, a Redis restart loses it like every session it holds).  Keys: keys.journal_
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxstore.errors import CorruptDataError
-from ctxstore.storage.journal import Entry, Journal, Operation, Quarantined
+from ctxstore.storage.journal import Entry, Journal, Operation, Position, Quarantined
 from ctxstore.storage.redis import keys
 from ctxstore.storage.redis.errors import translated_redis
 from ctxstore.storage.redis.values import text
@@ -36,11 +36,17 @@ class RedisJournal(Journal):
             rows = await self._client.xrange(self._stream, min=start, count=limit)
         return self._entries(rows)
 
-    async def get(self, entry_id: str) -> Entry | None:
+    async def get_many(self, entry_ids: Sequence[str]) -> list[Entry | None]:
         with translated_redis("journal read"):
-            rows = await self._client.xrange(self._stream, min=entry_id, max=entry_id)
-        found = self._entries(rows)
-        return found[0] if found else None
+            async with self._client.pipeline(transaction=False) as pipe:
+                for entry_id in entry_ids:
+                    pipe.xrange(self._stream, min=entry_id, max=entry_id)
+                replies = await pipe.execute()
+        found: list[Entry | None] = []
+        for rows in replies:
+            entries = self._entries(rows)
+            found.append(entries[0] if entries else None)
+        return found
 
     def _entries(self, rows: list[Any]) -> list[Entry]:
         entries = []
@@ -55,30 +61,29 @@ class RedisJournal(Journal):
                 entries.append(Entry(entry_id, None, str(error)))
         return entries
 
-    async def remove(self, entry_id: str) -> None:
+    async def remove(self, entry_ids: Sequence[str]) -> None:
+        if not entry_ids:
+            return
         with translated_redis("journal write"):
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.xdel(self._stream, entry_id)
-                pipe.hdel(self._mark, entry_id)
+                pipe.xdel(self._stream, *entry_ids)
+                pipe.hdel(self._mark, *entry_ids)
                 await pipe.execute()
 
     async def size(self) -> int:
         with translated_redis("journal read"):
             return int(await self._client.xlen(self._stream))
 
-    async def mark(self, entry_id: str, version: int) -> None:
+    async def mark(self, positions: Mapping[str, Position]) -> None:
         with translated_redis("journal write"):
-            await self._client.hset(self._mark, entry_id, version)
+            await self._client.hset(
+                self._mark, mapping={key: value.encode() for key, value in positions.items()}
+            )
 
-    async def marked(self, entry_id: str) -> int | None:
-        with translated_redis("journal read"):
-            version = await self._client.hget(self._mark, entry_id)
-        return None if version is None else int(version)
-
-    async def marks(self) -> dict[str, int]:
+    async def marks(self) -> dict[str, Position]:
         with translated_redis("journal read"):
             found = await self._client.hgetall(self._mark)
-        return {text(entry) or "": int(version) for entry, version in found.items()}
+        return {text(key) or "": Position.decode(text(raw) or "0") for key, raw in found.items()}
 
     async def quarantine(self, entry: Entry, reason: str) -> None:
         kind, key = entry.describe()

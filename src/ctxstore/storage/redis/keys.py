@@ -17,8 +17,8 @@ key                                      holds
                                          session's, so it never expires
 ``{prefix}~journal:{name}``              stream: FallbackStorage's journal of writes made
                                          while its primary was down (storage/journal.py)
-``{prefix}~journal-mark:{name}``         hash: entry id -> the primary version replay
-                                         applies that entry at
+``{prefix}~journal-mark:{name}``         hash: entry id -> "version:position" replay
+                                         appends that entry at
 ``{prefix}~journal-quarantine:{name}``   list of JSON: operations the primary refused
 ``{prefix}~journal-copies:{name}``       set: what this secondary holds of journaled writes
 =======================================  =====================================================
