@@ -280,3 +280,26 @@ async def test_a_state_needs_the_session_on_the_serving_side(
     assert await direct.load("only-primary") == msgs("hello", "a turn in the outage")
     state = await direct.load_state("only-primary")
     assert state is not None and state.value.stage == "triage"
+
+
+async def test_a_run_with_a_save_is_replayed_as_one_save() -> None:
+    """Everything before a save is overwritten by it: the run is one write, whatever an
+    earlier replay or the failed call may have applied."""
+    primary = MemoryStorage()
+    await primary.save("j", msgs("old"))
+    journal = MemoryStorage().open_journal("j")
+    await journal.record(
+        Operation("append", "j", messages=tuple(msgs("maybe applied")), uncertain=True)
+    )
+    await journal.record(Operation("save", "j", messages=tuple(msgs("a", "b")), user_id="u"))
+    await journal.record(Operation("append", "j", messages=tuple(msgs("c"))))
+    await journal.record(Operation("append", "j", messages=tuple(msgs("d"))))
+    await journal.record(Operation("state", "j", document={"stage": "triage"}))
+    replayer = Replayer(primary, journal)
+    first = await replayer.replay(await journal.head(10))
+    assert (first.replayed, await journal.size()) == (4, 1)
+    assert await primary.load("j") == msgs("a", "b", "c", "d")
+    assert await primary.version("j") == 2  # one write after the old save
+    await replay_all(replayer, journal)
+    state = await primary.load_state("j")
+    assert state is not None and state.value.stage == "triage"

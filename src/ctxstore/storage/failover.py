@@ -25,13 +25,13 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from itertools import islice, takewhile
-from typing import Literal, cast
+from itertools import islice
+from typing import Literal
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.keyed_locks import KeyedLocks
 from ctxstore.storage.journal import Entry, Journal, Operation
-from ctxstore.storage.replay import Replayer, ReplayReport
+from ctxstore.storage.replay import Outcome, Replayer, ReplayReport
 from ctxstore.storage.store import Store
 
 logger = logging.getLogger("ctxstore.fallback")
@@ -241,31 +241,35 @@ class Sides:
                 logger.warning("replay of %s paused: %s", key, error)
 
     async def _drain_key(self, key: str) -> None:
-        """Replay every pending entry of ``key``, oldest first (its lock held)."""
+        """Replay every pending entry of ``key``, oldest first (its lock held, so nothing
+        else changes its queue meanwhile)."""
         while queue := self._pending.get(key):
             found = await self.journal.get_many(list(islice(queue, DRAIN_BATCH)))
-            present = list(takewhile(lambda entry: entry is not None, found))
-            if not present:
+            batch: list[Entry] = []
+            for entry in found:
+                if entry is None:
+                    break
+                batch.append(entry)
+            if not batch:
                 queue.popleft()  # removed by a replay that could not tell us
-            else:
-                outcome = await self._replayer.replay(cast(list[Entry], present))
-                self.stats.replayed += outcome.replayed
-                self.stats.quarantined += outcome.quarantined
-                self.stats.moved_on += outcome.moved
-                if outcome.quarantined:
-                    entry = cast(Entry, present[0])
-                    kind, subject = entry.describe()
-                    logger.error(
-                        "journal entry %s (%s %r) quarantined: %s",
-                        entry.id,
-                        kind,
-                        subject,
-                        outcome.refusal,
-                    )
+            while batch:
+                outcome = await self._replayer.replay(batch)
+                self._count(outcome, batch[0])
+                del batch[: outcome.handled]
                 for _ in range(outcome.handled):
                     queue.popleft()
             if not queue:
                 await self._settle(key)
+
+    def _count(self, outcome: Outcome, first: Entry) -> None:
+        self.stats.replayed += outcome.replayed
+        self.stats.quarantined += outcome.quarantined
+        self.stats.moved_on += outcome.moved
+        if outcome.quarantined:
+            kind, subject = first.describe()
+            logger.error(
+                "journal entry %s (%s %r) quarantined: %s", first.id, kind, subject, outcome.refusal
+            )
 
     async def _settle(self, key: str) -> None:
         """``key`` has nothing left to replay: the primary serves it; its copy goes."""

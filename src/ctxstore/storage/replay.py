@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.models import Message
@@ -99,6 +99,18 @@ class Replayer:
         if first.operation is None:
             await self.journal.quarantine(first, first.problem)
             return Outcome(quarantined=1, refusal=first.problem)
+        joined = _superseded_by_a_save(entries)
+        if joined is not None:
+            entry, operation, covered = joined
+            try:
+                moved = await self._apply(entry, operation)
+            except (StorageUnavailableError, ConflictError):
+                raise
+            except CtxStoreError:
+                pass  # the joined save was refused: one at a time decides
+            else:
+                await self.journal.remove([entry.id for entry in entries[:covered]])
+                return Outcome(replayed=covered, moved=moved)
         run = await self._append_run(entries)
         if len(run) > 1:
             try:
@@ -266,6 +278,40 @@ class Replayer:
     async def _span(self, session_id: str, start: int, stop: int) -> list[Message]:
         async with self.primary.reader(session_id) as reader:
             return await reader.span(start, stop)
+
+
+def _superseded_by_a_save(entries: Sequence[Entry]) -> tuple[Entry, Operation, int] | None:
+    """A leading run of saves and appends that holds a save, as one save: the last save's
+    list plus the messages appended after it (what the run leaves the session holding;
+    everything before that save is overwritten by it).  None when there is no such run
+    of two or more.  A save is idempotent, so no mark is needed however often it is
+    applied."""
+    last_save: int | None = None
+    length = 0
+    for index, entry in enumerate(entries):
+        op = entry.operation
+        if op is None or op.kind not in ("save", "append"):
+            break
+        if op.kind == "save":
+            last_save = index
+        length = index + 1
+    if last_save is None or length < 2:
+        return None
+    covered = entries[:length]
+    operations = [entry.operation for entry in covered if entry.operation is not None]
+    save = operations[last_save]
+    messages = [*save.messages]
+    for op in operations[last_save + 1 :]:
+        messages += op.messages
+    user_ids = [op.user_id for op in operations if op.user_id is not None]
+    joined = replace(
+        save,
+        messages=tuple(messages),
+        user_id=user_ids[-1] if user_ids else None,
+        primary_version=operations[0].primary_version,
+        uncertain=False,
+    )
+    return covered[last_save], joined, length
 
 
 class Refused(Exception):
