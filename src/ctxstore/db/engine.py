@@ -15,6 +15,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.util.concurrency import await_only
 
 from ctxstore.errors import ConfigurationError
+from ctxstore.redaction import redact as redact  # noqa: PLC0414 - re-exported (mypy)
 
 DATABASE_URL_ENV = "CTXSTORE_DATABASE_URL"
 _ACCEPTED_DRIVERS = {"postgresql", "postgres", "postgresql+asyncpg", "postgresql+psycopg2"}
@@ -32,8 +33,11 @@ def normalize_url(raw: str | URL) -> URL:
     """Accept ``postgresql://``, ``postgres://`` or ``postgresql+asyncpg://``; return asyncpg."""
     try:
         url = make_url(raw) if isinstance(raw, str) else raw
-    except ArgumentError as error:
-        raise ConfigurationError(f"not a database URL: {error}") from None
+    except ArgumentError:
+        # Not SQLAlchemy's message: older releases quoted the whole URL, password included.
+        raise ConfigurationError(
+            "not a database URL: use postgresql://user:password@host:5432/dbname"
+        ) from None
     except ValueError:
         # make_url's int() of the port; its message would not say which part is wrong.
         raise ConfigurationError(
@@ -50,7 +54,27 @@ def normalize_url(raw: str | URL) -> URL:
             f"the database URL's port {url.port} is outside 1-{_MAX_PORT} (PostgreSQL's "
             "default is 5432)"
         )
+    if url.host is not None and "@" in url.host:
+        # user:p@ss@host splits at the first @: the "host" holds the password's end.
+        raise ConfigurationError(
+            "the database URL's host holds an @: percent-encode @ in the password as %40"
+        )
+    url = _password_from_query(url)
     return url.set(drivername="postgresql+asyncpg", query=_checked_options(url))
+
+
+def _password_from_query(url: URL) -> URL:
+    """libpq's ``?password=`` moved to the URL's password, which str(url) masks."""
+    if "password" not in url.query:
+        return url
+    password = url.query["password"]
+    if not isinstance(password, str):
+        raise ConfigurationError("the database URL gives ?password= more than once: keep one")
+    if url.password is not None:
+        raise ConfigurationError(
+            "the database URL gives a password both before its host and as ?password: keep one"
+        )
+    return url.difference_update_query(["password"]).set(password=password)
 
 
 def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
@@ -61,7 +85,7 @@ def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
         options["ssl"] = options.pop("sslmode")
     unknown = sorted(set(options) - _URL_OPTIONS)
     if unknown:
-        accepted = ", ".join(sorted(_URL_OPTIONS | {"sslmode"}))
+        accepted = ", ".join(sorted(_URL_OPTIONS | {"sslmode", "password"}))
         raise ConfigurationError(
             f"unknown database URL option {unknown[0]!r}: the URL may set {accepted}; "
             "timeouts and the application name are EngineSettings"
@@ -77,15 +101,6 @@ def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
             "the database URL's prepared_statement_cache_size must be a non-negative integer"
         )
     return options
-
-
-def redact(url: str | URL) -> str:
-    """The URL as text with any password replaced by ***; safe to print and log."""
-    try:
-        parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
-        return "<unparseable database URL>"
-    return parsed.render_as_string(hide_password=True)
 
 
 def url_from_environment(explicit: str | None = None) -> URL:
@@ -149,7 +164,10 @@ def create_engine(
     normalized = normalize_url(url)
     if not pooled:
         return create_async_engine(
-            normalized, poolclass=NullPool, connect_args=settings.connect_args()
+            normalized,
+            poolclass=NullPool,
+            connect_args=settings.connect_args(),
+            hide_parameters=True,  # as below: no bound value in a log or an error
         )
     engine = create_async_engine(
         normalized,
@@ -159,7 +177,8 @@ def create_engine(
         pool_timeout=settings.pool_timeout,
         pool_recycle=settings.pool_recycle,
         connect_args=settings.connect_args(),
-        # SQLAlchemy logs the URL with the password hidden; never echo statements.
+        # str(engine.url) masks the password (a ?password= was moved there); never echo
+        # statements.
         echo=False,
         hide_parameters=True,
     )

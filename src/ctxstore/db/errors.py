@@ -27,6 +27,7 @@ from ctxstore.errors import (
     StorageTimeoutError,
     StorageUnavailableError,
 )
+from ctxstore.redaction import redact
 
 # SQLSTATE classes and codes (PostgreSQL appendix A).
 _UNAVAILABLE_CLASSES = ("08", "53", "57P", "58")
@@ -62,14 +63,15 @@ def _server_message(error: BaseException) -> str | None:
     """The server's own message (asyncpg's exception), without SQLAlchemy's statement text.
 
     Used only for errors whose message names objects, never values: a missing table,
-    column or database, a refused login.
+    column or database, a refused login.  Redacted all the same: a client-side error
+    (ClientConfigurationError) may quote the connection options.
     """
     seen: list[BaseException] = []
     candidate: BaseException | None = error
     while candidate is not None and candidate not in seen and len(seen) < 4:
         seen.append(candidate)
         if type(candidate).__module__.startswith("asyncpg"):
-            return str(candidate) or None
+            return redact(str(candidate)) or None
         orig = getattr(candidate, "orig", None)
         candidate = orig if isinstance(orig, BaseException) else candidate.__cause__
     return None
@@ -174,9 +176,9 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
     if code is not None and code.startswith(_UNAVAILABLE_CLASSES):
         return StorageUnavailableError(detail, sqlstate=code)
     if isinstance(error, OSError):
-        # e.g. "Connect call failed ('127.0.0.1', 5433)": names the address, never the URL.
+        # e.g. "Connect call failed ('127.0.0.1', 5433)": the address, redacted all the same.
         return StorageUnavailableError(
-            f"{detail}: {error} (is PostgreSQL running at the URL's host and port?)"
+            f"{detail}: {redact(str(error))} (is PostgreSQL running at the URL's host and port?)"
         )
     if type(error).__name__ == "ClientConfigurationError" or (
         type(getattr(error, "orig", None)).__name__ == "ClientConfigurationError"
