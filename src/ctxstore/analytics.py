@@ -1,9 +1,13 @@
 """Reports over consultations, for product and clinical teams.
 
-Every query reads the ``analytics_*`` views only, so the reports run under the analytics
-role, which cannot read message content, summary text or profiles.  ``since`` and
-``until`` select consultations by their first activity (the first message's time, else
-the session's creation): ``since <= first_activity < until``.
+Every query reads the ``analytics_*`` views (and ``analytics_value_frequencies``) only, so
+the reports run under the analytics role, which reads no message content, summary text,
+profile, user id or session id (revision 0008): consultations are pseudonymous, and a
+free-text value (complaint, body part, symptom, red flag, symptom duration) is counted, and
+shown only when at least ``min_group_size`` consultations have it (default 5; see
+:func:`set_min_group_size`).  ``since`` and ``until`` select consultations by their first
+activity (the first message's time, else the session's creation):
+``since <= first_activity < until``.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -21,13 +27,19 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ctxstore.db.errors import translated
-from ctxstore.errors import InvalidInputError
+from ctxstore.db.roles import MIN_GROUP_SIZE_RANGE
+from ctxstore.errors import ConfigurationError, CtxStoreError, InvalidInputError
 
 #: The consultation stages in funnel order; stages not listed follow, by name.
 STAGE_ORDER = ("greeting", "collecting_details", "assessing", "advising", "completed")
 
-_WINDOW = """(CAST(:since AS timestamptz) IS NULL OR c.first_activity >= :since)
-         AND (CAST(:until AS timestamptz) IS NULL OR c.first_activity < :until)"""
+
+def _window(alias: str) -> str:
+    return f"""(CAST(:since AS timestamptz) IS NULL OR {alias}.first_activity >= :since)
+         AND (CAST(:until AS timestamptz) IS NULL OR {alias}.first_activity < :until)"""
+
+
+_WINDOW = _window("c")
 
 REPORT_SQL: dict[str, str] = {
     "overview": f"""
@@ -37,29 +49,27 @@ REPORT_SQL: dict[str, str] = {
                round(avg(c.has_red_flags::int), 4) AS red_flag_rate,
                round(avg((c.summary_version > 0)::int), 4) AS summarized_share,
                round((percentile_cont(0.5) WITHIN GROUP
-                      (ORDER BY extract(epoch FROM c.duration)) / 60)::numeric, 1)
-                 AS median_minutes,
+                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS median_minutes,
                round((percentile_cont(0.9) WITHIN GROUP
-                      (ORDER BY extract(epoch FROM c.duration)) / 60)::numeric, 1)
-                 AS p90_minutes
+                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS p90_minutes
           FROM analytics_consultations AS c
          WHERE {_WINDOW}""",
+    # The history rows carry the consultation's first activity and whether they are its
+    # current version: no join on pseudonyms.
     "funnel": f"""
         SELECT h.stage,
-               count(DISTINCT h.session_id) AS reached,
-               count(DISTINCT h.session_id) FILTER (WHERE c.stage = h.stage) AS ended_here
+               count(DISTINCT h.consultation) AS reached,
+               count(DISTINCT h.consultation) FILTER (WHERE h.is_current) AS ended_here
           FROM analytics_stage_history AS h
-          JOIN analytics_consultations AS c ON c.session_id = h.session_id
-         WHERE {_WINDOW}
+         WHERE {_window("h")}
          GROUP BY h.stage""",
     "transitions": f"""
         SELECT from_stage, to_stage, count(*) AS transitions
-          FROM (SELECT lag(h.stage) OVER (PARTITION BY h.session_id ORDER BY h.version)
+          FROM (SELECT lag(h.stage) OVER (PARTITION BY h.consultation ORDER BY h.version)
                          AS from_stage,
                        h.stage AS to_stage
                   FROM analytics_stage_history AS h
-                  JOIN analytics_consultations AS c ON c.session_id = h.session_id
-                 WHERE {_WINDOW}) AS steps
+                 WHERE {_window("h")}) AS steps
          WHERE from_stage IS DISTINCT FROM to_stage
          GROUP BY from_stage, to_stage
          ORDER BY transitions DESC, from_stage NULLS FIRST, to_stage""",
@@ -67,11 +77,9 @@ REPORT_SQL: dict[str, str] = {
         SELECT c.stage AS final_stage,
                count(*) AS consultations,
                round((percentile_cont(0.5) WITHIN GROUP
-                      (ORDER BY extract(epoch FROM c.duration)) / 60)::numeric, 1)
-                 AS median_minutes,
+                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS median_minutes,
                round((percentile_cont(0.9) WITHIN GROUP
-                      (ORDER BY extract(epoch FROM c.duration)) / 60)::numeric, 1)
-                 AS p90_minutes,
+                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS p90_minutes,
                round(avg(c.turn_count), 2) AS avg_turns
           FROM analytics_consultations AS c
          WHERE {_WINDOW}
@@ -87,39 +95,44 @@ REPORT_SQL: dict[str, str] = {
          GROUP BY 1 ORDER BY 1""",
 }
 
+#: report: (all-time view, its value column, kind for analytics_value_frequencies).  Each
+#: counts consultations per value and shows a value only for min_group_size or more.
 _FREQUENCY_VIEWS = {
-    "complaints": ("analytics_complaint_mentions", "chief_complaint"),
-    "body-parts": ("analytics_body_part_mentions", "body_part"),
-    "symptoms": ("analytics_symptom_mentions", "symptom"),
+    "complaints": ("analytics_complaint_frequencies", "chief_complaint", "chief_complaint"),
+    "body-parts": ("analytics_body_part_frequencies", "body_part", "body_part"),
+    "symptoms": ("analytics_symptom_frequencies", "symptom", "symptom"),
+    "red-flag-types": ("analytics_red_flag_frequencies", "red_flag", "red_flag"),
+    "symptom-durations": (
+        "analytics_symptom_duration_frequencies",
+        "symptom_duration",
+        "symptom_duration",
+    ),
 }
-for _report, (_view, _column) in _FREQUENCY_VIEWS.items():
+# A window needs the consultations' free text, which no view shows: the SECURITY DEFINER
+# function counts it for the window and suppresses small counts the same way.
+for _report, (_view, _column, _kind) in _FREQUENCY_VIEWS.items():
     REPORT_SQL[_report] = f"""
-        SELECT m.value AS {_column}, count(*) AS consultations
-          FROM {_view} AS m
-          JOIN analytics_consultations AS c ON c.session_id = m.session_id
-         WHERE {_WINDOW}
-         GROUP BY m.value
-         ORDER BY consultations DESC, m.value
+        SELECT f.value AS {_column}, f.consultations
+          FROM analytics_value_frequencies('{_kind}', CAST(:since AS timestamptz),
+                                           CAST(:until AS timestamptz)) AS f
+         ORDER BY f.consultations DESC, f.value
          LIMIT :limit"""
 
-# Without --since/--until the aggregate views answer directly: no join to filter by.
+# Without --since/--until the aggregate views answer directly.
 ALL_TIME_SQL: dict[str, str] = {
     "funnel": "SELECT stage, reached, ended_here FROM analytics_stage_funnel",
     "transitions": """
         SELECT from_stage, to_stage, transitions FROM analytics_stage_transitions
          ORDER BY transitions DESC, from_stage NULLS FIRST, to_stage""",
-    "complaints": """
-        SELECT chief_complaint, consultations FROM analytics_complaint_frequencies
-         ORDER BY consultations DESC, chief_complaint LIMIT :limit""",
-    "body-parts": """
-        SELECT body_part, consultations FROM analytics_body_part_frequencies
-         ORDER BY consultations DESC, body_part LIMIT :limit""",
-    "symptoms": """
-        SELECT symptom, consultations FROM analytics_symptom_frequencies
-         ORDER BY consultations DESC, symptom LIMIT :limit""",
 }
+for _report, (_view, _column, _kind) in _FREQUENCY_VIEWS.items():
+    ALL_TIME_SQL[_report] = f"""
+        SELECT {_column}, consultations FROM {_view}
+         ORDER BY consultations DESC, {_column} LIMIT :limit"""
 
 REPORTS = tuple(REPORT_SQL)
+#: The reports that list free-text values (small counts suppressed).
+FREQUENCY_REPORTS = tuple(_FREQUENCY_VIEWS)
 #: Rows a frequency report may list: far more than anyone reads, so a mistyped limit fails
 #: with a clear error instead of PostgreSQL's (LIMIT is a signed 64-bit integer).
 MAX_LIMIT = 1_000_000
@@ -136,15 +149,62 @@ class Report:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
     def render(self, output: Format = "table") -> str:
+        """The report as text safe to print to a terminal and to open in a spreadsheet.
+
+        table: every control character written as its escape (\\x1b, \\u202e); json: the
+        same data, with the controls JSON leaves raw (DEL, C1, bidi) escaped as \\uXXXX;
+        csv: controls escaped but tab and newline (CSV quotes them), and a text field that
+        a spreadsheet would read as a formula prefixed with ' (see _csv_cell).
+        """
         if output == "json":
-            return json.dumps(self.as_dicts(), ensure_ascii=False, indent=2, default=_plain)
+            text = json.dumps(self.as_dicts(), ensure_ascii=False, indent=2, default=_plain)
+            # Only inside strings (JSON's own syntax is ASCII): same data once decoded.
+            return _BEYOND_C0.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
         if output == "csv":
             buffer = io.StringIO()
             writer = csv.writer(buffer)
-            writer.writerow(self.columns)
-            writer.writerows([[_cell(value) for value in row] for row in self.rows])
+            writer.writerow([_csv_cell(column) for column in self.columns])
+            writer.writerows([[_csv_cell(value) for value in row] for row in self.rows])
             return buffer.getvalue()
         return render_table(self.columns, self.rows)
+
+
+# Characters a terminal acts on instead of showing: C0 (tab and line breaks included: they
+# would split a table's row), DEL, C1 (8-bit CSI and the like), the line and paragraph
+# separators, and the bidi embeddings, overrides and isolates (Trojan Source).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_BEYOND_C0 = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+#: A field starting with one of these is a formula to a spreadsheet (OWASP, CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _printable(text: str, keep: str = "") -> str:
+    """``text`` with each control character but those in ``keep`` written as its escape."""
+
+    def escape(found: re.Match[str]) -> str:
+        char = found.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+    return _CONTROL.sub(escape, text)
+
+
+def _csv_cell(value: Any) -> str:
+    """A CSV field: text that would start a formula gets a leading ', as OWASP advises.
+
+    A number stays as it is, a minus sign included: it is a value, which a spreadsheet
+    reads as a number and never evaluates; text such as "-5" or "=1+1" is escaped, and
+    so is " =1+1" (an import that trims spaces would see a formula).
+    """
+    text = _cell(value)
+    if isinstance(value, int | float | Decimal):
+        return text
+    text = _printable(text, keep="\t\n")
+    risky = text.startswith(_FORMULA_START) or text.lstrip().startswith(_FORMULA_START)
+    return "'" + text if risky else text
 
 
 def _plain(value: Any) -> Any:
@@ -172,13 +232,26 @@ def _cell(value: Any) -> str:
 
 
 def _width(value: str) -> int:
-    # East Asian characters take two terminal columns.
-    return sum(2 if ord(char) > 0x2E80 else 1 for char in value)
+    # Terminal columns: East Asian wide characters take two, combining marks and zero-width
+    # format characters (ZWJ, variation selectors) none; the soft hyphen shows as one.
+    return sum(
+        0
+        if unicodedata.category(char) in {"Mn", "Me", "Cf"} and char != "\u00ad"
+        else 2
+        if unicodedata.east_asian_width(char) in {"W", "F"}
+        else 1
+        for char in value
+    )
 
 
 def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Columns aligned for a terminal: numbers right, text left, CJK counted double."""
-    cells = [[_cell(value) for value in row] for row in rows]
+    """Columns aligned for a terminal: numbers right, text left, CJK counted double.
+
+    Every control character is written as its escape, so a value can neither drive the
+    terminal (ANSI sequences, bidi overrides) nor split or fake a row (line breaks).
+    """
+    columns = [_printable(column) for column in columns]
+    cells = [[_printable(_cell(value)) for value in row] for row in rows]
     numeric = [
         all(isinstance(row[i], int | float | Decimal) or row[i] is None for row in rows)
         for i in range(len(columns))
@@ -253,3 +326,43 @@ async def run_report(
     if name == "red-flags":
         columns[0] = per
     return Report(name, columns, rows)
+
+
+async def min_group_size(engine: AsyncEngine) -> int:
+    """The fewest consultations a free-text value must have to show (analytics role or
+    owner may read it)."""
+    with translated("reading the analytics min group size"):
+        async with engine.connect() as conn:
+            value = await conn.execute(text("SELECT min_group_size FROM analytics_suppression"))
+            return int(value.scalar_one())
+
+
+async def set_min_group_size(engine: AsyncEngine, size: int) -> int:
+    """Set the small-cell threshold of every analytics view and report; needs the owner
+    role (the migrating login).  Returns the previous value."""
+    low, high = MIN_GROUP_SIZE_RANGE
+    if type(size) is not int or not low <= size <= high:
+        raise InvalidInputError(
+            f"min group size must be a whole number from {low} to {high:,} (consultations a "
+            f"free-text value needs to show; 1 would show every value), not {size!r}"
+        )
+    try:
+        with translated("setting the analytics min group size"):
+            async with engine.begin() as conn:
+                previous = await conn.execute(
+                    text("SELECT min_group_size FROM ctxstore_analytics_settings FOR UPDATE")
+                )
+                before = int(previous.scalar_one())
+                await conn.execute(
+                    text("UPDATE ctxstore_analytics_settings SET min_group_size = :k"),
+                    {"k": size},
+                )
+    except CtxStoreError as error:
+        if error.details.get("sqlstate") != "42501":
+            raise
+        raise ConfigurationError(
+            "setting the analytics min group size needs the database's owner role (the "
+            "login that runs `ctxstore db upgrade`): the analytics and app roles may not "
+            "change it"
+        ) from error
+    return before

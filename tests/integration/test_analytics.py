@@ -1,4 +1,8 @@
-"""Analytics reports on a small known dataset, and the least-privilege roles."""
+"""Analytics reports on a small known dataset, and the least-privilege roles.
+
+The proof that the analytics role sees no id and no rare free text, as a real login, is in
+test_deidentified_analytics.py.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ from sqlalchemy import URL, text
 from sqlalchemy.exc import ProgrammingError
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.analytics import run_report
-from ctxstore.db.roles import role_names
+from ctxstore.analytics import min_group_size, run_report, set_min_group_size
+from ctxstore.db.roles import RoleNames, recorded_role_names
+from ctxstore.errors import InvalidInputError
 from ctxstore.sample import sample_consultation, seed_sample
 
 DAY1 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)  # a Monday
@@ -147,25 +152,53 @@ async def test_transitions(known: PostgresStorage) -> None:
     }
 
 
-async def test_frequencies(known: PostgresStorage) -> None:
+async def test_frequencies_show_values_at_least_min_group_size_consultations_share(
+    known: PostgresStorage,
+) -> None:
+    assert await set_min_group_size(known.engine, 2) == 5  # the default
     complaints = await report(known, "complaints")
-    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [
-        ("膝盖下坠感", 2),
-        ("脚踝扭伤", 1),
-        ("腰痛", 1),
-    ]
+    # 脚踝扭伤 and 腰痛 are one consultation's each: suppressed
+    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [("膝盖下坠感", 2)]
     parts = await report(known, "body-parts")
-    assert [(r["body_part"], r["consultations"]) for r in parts] == [
-        ("膝盖", 2),
-        ("脚踝", 1),
-        ("腰部", 1),
-    ]
+    assert [(r["body_part"], r["consultations"]) for r in parts] == [("膝盖", 2)]
     symptoms = await report(known, "symptoms")
     assert [(r["symptom"], r["consultations"]) for r in symptoms] == [
         ("下坠感", 2),
         ("疼痛", 2),
-        ("肿胀", 1),
     ]
+    assert await report(known, "red-flag-types") == []  # 无法负重 and 发热: once each
+    assert await report(known, "symptom-durations") == []
+    # A window counts its own consultations, suppressed the same way: A and B on day 1
+    day1 = await report(known, "complaints", since=DAY1, until=DAY2)
+    assert [(r["chief_complaint"], r["consultations"]) for r in day1] == [("膝盖下坠感", 2)]
+    assert await report(known, "symptoms", since=DAY2) == []  # C and D: 疼痛 once
+    await set_min_group_size(known.engine, 3)
+    assert await report(known, "complaints") == []
+
+
+async def test_by_default_a_value_needs_five_consultations(known: PostgresStorage) -> None:
+    assert await min_group_size(known.engine) == 5
+    for name in ("complaints", "body-parts", "symptoms", "red-flag-types", "symptom-durations"):
+        assert await report(known, name) == [], name
+    async with known.engine.begin() as conn:
+        # three more knee consultations: 膝盖下坠感 reaches five
+        for extra in range(3):
+            await conn.execute(
+                text("INSERT INTO sessions (session_id, user_id) VALUES (:s, 'u');").bindparams(
+                    s=f"knee-{extra}"
+                )
+            )
+    for extra in range(3):
+        await known.save_state(f"knee-{extra}", state("assessing", "膝盖下坠感", [], [], []))
+    complaints = await report(known, "complaints")
+    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [("膝盖下坠感", 5)]
+
+
+async def test_the_min_group_size_is_at_least_two(known: PostgresStorage) -> None:
+    for bad in (1, 0, -3, 2.5, True, 10**7):
+        with pytest.raises(InvalidInputError, match="min group size must be a whole number"):
+            await set_min_group_size(known.engine, bad)  # type: ignore[arg-type]
+    assert await min_group_size(known.engine) == 5
 
 
 async def test_red_flags_per_day_and_week(known: PostgresStorage) -> None:
@@ -205,24 +238,46 @@ def test_analytics_command_renders_table_json_and_csv(
     known: PostgresStorage, database_url: URL
 ) -> None:
     env = {**os.environ, "CTXSTORE_DATABASE_URL": database_url.render_as_string(False)}
-    outputs = {}
-    for output in ("table", "json", "csv"):
-        result = subprocess.run(
-            [sys.executable, "-m", "ctxstore.cli", "analytics", "complaints", "--format", output],
+
+    def ctxstore(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctxstore.cli", *args],
             env=env,
             capture_output=True,
             text=True,
             check=False,
         )
+
+    changed = ctxstore("db", "min-group-size", "2")
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.strip() == "min group size 5 -> 2"
+    assert ctxstore("db", "min-group-size").stdout.strip() == "2"
+    outputs = {}
+    for output in ("table", "json", "csv"):
+        result = ctxstore("analytics", "complaints", "--format", output)
         assert result.returncode == 0, result.stderr
+        assert "fewer than 2 consultations" in result.stderr
         outputs[output] = result.stdout
     assert outputs["table"].splitlines()[0].split() == ["chief_complaint", "consultations"]
     assert "膝盖下坠感" in outputs["table"]
     assert '"consultations": 2' in outputs["json"]
     assert outputs["csv"].splitlines()[1] == "膝盖下坠感,2"
+    for output in outputs.values():
+        assert "脚踝扭伤" not in output and "腰痛" not in output  # one consultation each
+    refused = ctxstore("db", "min-group-size", "1")
+    assert refused.returncode == 1
+    assert "min group size must be a whole number from 2" in refused.stderr
 
 
 # -- roles -----------------------------------------------------------------------------
+
+
+async def roles_of(storage: PostgresStorage) -> RoleNames:
+    """The roles recorded in the database (a copy of the template keeps the template's)."""
+    async with storage.engine.connect() as conn:
+        names = await conn.run_sync(recorded_role_names)
+    assert names is not None
+    return names
 
 
 async def as_role(storage: PostgresStorage, role: str, sql: str) -> list[tuple[Any, ...]]:
@@ -245,32 +300,50 @@ async def as_role(storage: PostgresStorage, role: str, sql: str) -> list[tuple[A
         "sessions",
         "consultation_states",
         "consultation_state_history",
+        "ctxstore_pseudonym_key",
+        "ctxstore_analytics_settings",
+        "ctxstore_roles",
     ],
 )
 async def test_the_analytics_role_cannot_read_tables(known: PostgresStorage, table: str) -> None:
+    analytics = (await roles_of(known)).analytics
     with pytest.raises(ProgrammingError, match="permission denied"):
-        await as_role(known, role_names().analytics, f"SELECT * FROM {table} LIMIT 1")
+        await as_role(known, analytics, f"SELECT * FROM {table} LIMIT 1")
 
 
 async def test_the_analytics_role_reads_the_views(known: PostgresStorage) -> None:
-    roles = role_names()
-    rows = await as_role(known, roles.analytics, "SELECT count(*) FROM analytics_consultations")
+    analytics = (await roles_of(known)).analytics
+    rows = await as_role(known, analytics, "SELECT count(*) FROM analytics_consultations")
     assert rows == [(5,)]
-    funnel = await as_role(
-        known, roles.analytics, "SELECT stage, reached FROM analytics_stage_funnel"
-    )
+    funnel = await as_role(known, analytics, "SELECT stage, reached FROM analytics_stage_funnel")
     assert ("greeting", 4) in funnel
     columns = await as_role(
         known,
-        roles.analytics,
+        analytics,
         "SELECT string_agg(column_name, ',') FROM information_schema.columns "
         "WHERE table_name LIKE 'analytics_%'",
     )
-    assert not {"content", "text", "document", "age", "gender"} & set(columns[0][0].split(","))
+    names = set(columns[0][0].split(","))
+    assert "consultation" in names and "duration_seconds" in names
+    assert (
+        not {
+            "content",
+            "text",
+            "document",
+            "age",
+            "gender",
+            "session_id",
+            "user_id",
+            "symptoms",
+            "body_parts",
+            "red_flags",
+        }
+        & names
+    )
 
 
 async def test_the_app_role_has_dml_but_no_ddl(known: PostgresStorage) -> None:
-    app = role_names().app
+    app = (await roles_of(known)).app
     assert await as_role(known, app, "SELECT count(*) FROM messages") == [(16,)]
     await as_role(known, app, "UPDATE sessions SET user_id = user_id WHERE session_id = 'A'")
     for ddl in (
@@ -282,6 +355,18 @@ async def test_the_app_role_has_dml_but_no_ddl(known: PostgresStorage) -> None:
     ):
         with pytest.raises(ProgrammingError, match=r"permission denied|must be owner"):
             await as_role(known, app, ddl)
+    for private in ("ctxstore_pseudonym_key", "ctxstore_analytics_settings"):
+        with pytest.raises(ProgrammingError, match="permission denied"):
+            await as_role(known, app, f"SELECT * FROM {private}")
+
+
+async def test_only_the_owner_sets_the_min_group_size(known: PostgresStorage) -> None:
+    roles = await roles_of(known)
+    for role in (roles.app, roles.analytics):
+        with pytest.raises(ProgrammingError, match="permission denied"):
+            await as_role(known, role, "UPDATE ctxstore_analytics_settings SET min_group_size = 2")
+    await as_role(known, roles.owner, "UPDATE ctxstore_analytics_settings SET min_group_size = 2")
+    assert await as_role(known, roles.analytics, "SELECT * FROM analytics_suppression") == [(5,)]
 
 
 async def test_seed_sample_writes_varied_consultations_through_the_api(

@@ -18,6 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import URL, Connection, text
 
+from ctxstore.db import roles
 from ctxstore.db.engine import (
     EngineSettings,
     create_engine,
@@ -35,6 +36,8 @@ LOCK_TIMEOUT_ENV = "CTXSTORE_MIGRATION_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = "5s"
 # How long a second migrator waits for the first to finish before giving up.
 ADVISORY_WAIT = "10min"
+#: The revisions that create or take over roles: 0004 (the roles), 0008 (per database).
+ROLE_REVISIONS = frozenset({"0004", "0008"})
 
 
 def script_location() -> Path:
@@ -95,14 +98,43 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
             transaction_per_migration=True,
             compare_type=True,
         )
-        with context.begin_transaction():
-            context.run_migrations()
+        # The revisions name this database's roles (ctxstore.db.roles.role_names()).
+        database = connection.execute(text("SELECT current_database()")).scalar_one()
+        with roles.bound(database, roles.recorded_role_names(connection)):
+            if _upgrades_through(context, ROLE_REVISIONS):
+                # Refuse before the first revision runs, not halfway through the upgrade.
+                roles.check_adoptable(connection, roles.role_names().all())
+            connection.commit()
+            with context.begin_transaction():
+                context.run_migrations()
         connection.commit()
     finally:
         if connection.in_transaction():
             connection.rollback()
         connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
         connection.commit()
+
+
+def _upgrades_through(context: EnvironmentContext, revisions: frozenset[str]) -> bool:
+    """Whether this run may upgrade the database through one of ``revisions`` (one not yet
+    applied, and the destination at or above it; when unsure, yes)."""
+    script = context.script
+    applied: set[str] = set()
+    for head in context.get_context().get_current_heads():
+        applied.update(rev.revision for rev in script.iterate_revisions(head, "base"))
+    pending = revisions - applied
+    if not pending:
+        return False
+    destination = context.get_revision_argument()
+    if destination is None:  # base: a downgrade
+        return False
+    if isinstance(destination, str) and destination.startswith("-"):
+        return False
+    try:
+        reached = {rev.revision for rev in script.iterate_revisions(destination, "base")}
+    except Exception:  # relative or partial identifiers: check, to be safe
+        return True
+    return bool(pending & reached)
 
 
 async def _run_online(context: EnvironmentContext) -> None:
@@ -125,13 +157,14 @@ async def _run_online(context: EnvironmentContext) -> None:
 def run_env(context: EnvironmentContext) -> None:
     """The body of alembic/env.py."""
     if context.is_offline_mode():
+        url = _resolve_url(context)
         context.configure(
-            url=str(_resolve_url(context)),
+            url=str(url),
             target_metadata=metadata,
             literal_binds=True,
             transaction_per_migration=True,
         )
-        with context.begin_transaction():
+        with roles.bound(url.database or ""), context.begin_transaction():
             context.run_migrations()
         return
     shared: Any = context.config.attributes.get("connection")
@@ -163,7 +196,7 @@ def current(database_url: str | URL) -> str | None:
     async def read() -> str | None:
         engine = create_engine(database_url, pooled=False)
         try:
-            with translated(f"reading the schema revision of {redact(database_url)}"):
+            with translated(f"reading the schema revision of {redact(engine.url)}"):
                 async with engine.connect() as connection:
                     return await connection.run_sync(
                         lambda sync: MigrationContext.configure(sync).get_current_revision()
@@ -183,6 +216,8 @@ def _run(action: Any, database_url: str | URL, revision: str, **options: Any) ->
     except CtxStoreError as error:
         raise MigrationError(f"{error} (target revision {revision})") from error
     except Exception as error:
+        # Alembic's and the migrations' own messages, which may quote a URL.
         raise MigrationError(
-            f"migrating {redact(normalize_url(database_url))} to {revision} failed: {error}"
+            f"migrating {redact(normalize_url(database_url))} to {revision} failed: "
+            f"{redact(str(error))}"
         ) from error
