@@ -9,8 +9,9 @@ import logging
 import os
 import re
 import sys
+import traceback
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import URL
@@ -20,6 +21,7 @@ from ctxstore.db import migrations
 from ctxstore.db.engine import DATABASE_URL_ENV, create_engine, redact, url_from_environment
 from ctxstore.db.errors import schema_missing, translated
 from ctxstore.errors import ConfigurationError, CtxStoreError, SchemaMissingError
+from ctxstore.redaction import redact_log_records
 from ctxstore.storage.postgres import PostgresStorage
 
 
@@ -29,6 +31,21 @@ def _add_database_url(parser: argparse.ArgumentParser) -> None:
         help=f"PostgreSQL URL (postgresql:// or postgresql+asyncpg://); "
         f"default: ${DATABASE_URL_ENV}",
     )
+
+
+def _db_settings_parsers(
+    db_commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> tuple[argparse.ArgumentParser, ...]:
+    roles = db_commands.add_parser(
+        "roles", help="print this database's owner, app and analytics roles (to grant to logins)"
+    )
+    group = db_commands.add_parser(
+        "min-group-size",
+        help="print, or set (as the owner), how many consultations a free-text value needs "
+        "to show in analytics (default 5)",
+    )
+    group.add_argument("size", nargs="?", type=int, help="the new value (at least 2)")
+    return roles, group
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -44,7 +61,7 @@ def _build_parser() -> argparse.ArgumentParser:
     down = db_commands.add_parser("downgrade", help="revert migrations to REVISION")
     down.add_argument("revision", help="target revision, e.g. -1 or base")
     cur = db_commands.add_parser("current", help="print the database's revision")
-    for sub in (up, down, cur):
+    for sub in (up, down, cur, *_db_settings_parsers(db_commands)):
         _add_database_url(sub)
     for sub in (up, down):
         sub.add_argument(
@@ -102,6 +119,20 @@ def _build_parser() -> argparse.ArgumentParser:
     purge = commands.add_parser("purge-expired", help="delete expired sessions in batches")
     _add_database_url(purge)
     purge.add_argument("--batch-size", type=_positive_int, default=1000)
+    purge.add_argument(
+        "--older-than-days",
+        type=_positive_int,
+        help="retention: also delete sessions whose last write is older than this many days",
+    )
+
+    _add_rotate_keys(commands)
+
+    erase = commands.add_parser(
+        "erase-user",
+        help="erase every session of a user (messages, summaries, states) and the profile",
+    )
+    _add_database_url(erase)
+    erase.add_argument("user_id", help="the user id the sessions were saved with")
 
     contract = commands.add_parser("contract", help="the Context Contract")
     contract_commands = contract.add_subparsers(dest="contract_command", required=True)
@@ -126,6 +157,8 @@ def _build_parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "db":
         url = url_from_environment(args.database_url)
+        if args.db_command in ("roles", "min-group-size"):
+            return asyncio.run(_db_settings(url, args))
         if args.db_command == "current":
             revision = migrations.current(url)
             print(revision or "(empty database: no revision)")
@@ -148,6 +181,10 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(_seed(url_from_environment(args.database_url), args))
     if args.command == "purge-expired":
         return asyncio.run(_purge(url_from_environment(args.database_url), args))
+    if args.command == "rotate-keys":
+        return asyncio.run(_rotate_keys(url_from_environment(args.database_url), args))
+    if args.command == "erase-user":
+        return asyncio.run(_erase_user(url_from_environment(args.database_url), args.user_id))
     if args.command == "upgrade-data":
         return asyncio.run(_upgrade_data(url_from_environment(args.database_url), args))
     if args.command == "import-redis":
@@ -158,6 +195,20 @@ def _run(args: argparse.Namespace) -> int:
         run_demo(args.database_url or os.environ.get(DATABASE_URL_ENV), args.data_dir)
         return 0
     raise AssertionError(args.command)
+
+
+def _add_rotate_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rotate = commands.add_parser(
+        "rotate-keys",
+        help="re-wrap data keys under the current master key (CTXSTORE_MASTER_KEYS)",
+    )
+    _add_database_url(rotate)
+    rotate.add_argument("--batch-size", type=_positive_int, default=100)
+    rotate.add_argument(
+        "--reencrypt",
+        action="store_true",
+        help="also seal every row again under fresh data keys (plaintext rows too)",
+    )
 
 
 def _timestamp(value: str) -> datetime:
@@ -196,16 +247,49 @@ def _duration(value: str) -> str:
 
 
 async def _analytics(url: URL, args: argparse.Namespace) -> int:
-    from ctxstore.analytics import run_report  # noqa: PLC0415
+    from ctxstore.analytics import FREQUENCY_REPORTS, min_group_size, run_report  # noqa: PLC0415
 
     engine = create_engine(url)
     try:
         report = await run_report(
             engine, args.report, since=args.since, until=args.until, per=args.per, limit=args.limit
         )
+        threshold = await min_group_size(engine) if args.report in FREQUENCY_REPORTS else 0
     finally:
         await engine.dispose()
     print(report.render(args.format))
+    if args.report in FREQUENCY_REPORTS:
+        print(f"(values fewer than {threshold} consultations share are not shown)", file=sys.stderr)
+    return 0
+
+
+async def _db_settings(url: URL, args: argparse.Namespace) -> int:
+    """`ctxstore db roles` and `ctxstore db min-group-size [K]`."""
+    from ctxstore.analytics import min_group_size, set_min_group_size  # noqa: PLC0415
+    from ctxstore.db.roles import recorded_role_names  # noqa: PLC0415
+
+    engine = create_engine(url)
+    try:
+        if args.db_command == "min-group-size":
+            if args.size is None:
+                print(await min_group_size(engine))
+            else:
+                before = await set_min_group_size(engine, args.size)
+                print(f"min group size {before} -> {args.size}")
+            return 0
+        with translated("reading the database's roles"):
+            async with engine.connect() as conn:
+                names = await conn.run_sync(recorded_role_names)
+    finally:
+        await engine.dispose()
+    if names is None:
+        raise ConfigurationError(
+            f"{redact(url)} has no recorded roles (it is below revision 0008): run "
+            "`ctxstore db upgrade` first"
+        )
+    print(f"owner      {names.owner}  (owns the schema: grant to the migrating login)")
+    print(f"app        {names.app}  (DML on the tables: grant to the service's login)")
+    print(f"analytics  {names.analytics}  (the analytics views: grant to analysts' logins)")
     return 0
 
 
@@ -227,8 +311,33 @@ async def _purge(url: URL, args: argparse.Namespace) -> int:
     # or a refused login would otherwise end in a traceback.
     with translated("purge-expired"):
         async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
-            report = await purge_expired(driver, batch_size=args.batch_size)
+            report = await purge_expired(
+                driver,
+                batch_size=args.batch_size,
+                older_than=timedelta(days=args.older_than_days) if args.older_than_days else None,
+            )
     print(report.summary())
+    return 0
+
+
+async def _rotate_keys(url: URL, args: argparse.Namespace) -> int:
+    from ctxstore.encryption import Encryption  # noqa: PLC0415
+    from ctxstore.rotate_keys import rotate_keys  # noqa: PLC0415
+
+    encryption = Encryption.from_environment()
+    with translated("rotate-keys"):  # as in _purge
+        async with PostgresStorage.from_url(url) as storage, storage.driver() as driver:
+            report = await rotate_keys(
+                driver, encryption, batch_size=args.batch_size, reencrypt=args.reencrypt
+            )
+    print(report.summary())
+    return 0
+
+
+async def _erase_user(url: URL, user_id: str) -> int:
+    async with PostgresStorage.from_url(url) as storage:
+        receipt = await storage.erase_user(user_id)
+    print(receipt.summary())
     return 0
 
 
@@ -253,9 +362,10 @@ async def _import_redis(url: URL, args: argparse.Namespace) -> int:
 
     try:
         client = redis_asyncio.from_url(args.redis_url, socket_timeout=10, socket_connect_timeout=5)
-    except ValueError as error:  # redis-py's URL parsing; its messages hold no password
+    except ValueError as error:  # redis-py's URL parsing, whose message may quote the URL
         raise ConfigurationError(
-            f"--redis-url is not a usable Redis URL ({error}): use redis://host:6379/0"
+            f"--redis-url is not a usable Redis URL ({redact(str(error))}): use "
+            "redis://[[user]:password@]host:6379/0"
         ) from None
     try:
         async with PostgresStorage.from_url(url) as storage:
@@ -275,6 +385,7 @@ async def _import_redis(url: URL, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    redact_log_records()  # ctxstore's, SQLAlchemy's and Alembic's records alike
     args = _build_parser().parse_args(argv)
     try:
         return _run(args)
@@ -282,7 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ctxstore: error: {_with_revision(error, args)}", file=sys.stderr)
         return 1
     except CtxStoreError as error:
+        # Its message was redacted where it was made (redacting again would also mask the
+        # postgresql://user:password@host examples the messages give).
         print(f"ctxstore: error: {error}", file=sys.stderr)
+        return 1
+    except Exception:
+        # A bug, not a user error: its traceback, with any secret a message quoted masked.
+        print(redact(traceback.format_exc()), file=sys.stderr, end="")
         return 1
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from ctxstore.db import migrations
 from ctxstore.db.admin import create_database
 from ctxstore.db.engine import redact
 from ctxstore.embedded import EmbeddedPostgres
+from ctxstore.encryption import Encryption, Keyring
 from ctxstore.models import Message
 from ctxstore.storage.postgres import PostgresStorage
 
@@ -102,8 +104,26 @@ def knee_consultation() -> list[Message]:
     return messages
 
 
-async def _play(url: URL | str) -> None:
-    async with PostgresStorage.from_url(url) as storage:
+def _local_keyring(data_dir: Path) -> Keyring:
+    """The demo's master key, in a file beside the embedded server's data (created once).
+
+    Production takes its keys from CTXSTORE_MASTER_KEYS or a KMS (docs/threat-model.md)."""
+    path = data_dir.parent / "master.keys"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as keyfile:
+            keyfile.write(Keyring.generate_entry("demo-1") + "\n")
+        print(f"created a local master key in {path} (readable by you only)")
+    return Keyring.from_file(path)
+
+
+async def _play(url: URL | str, keyring: Keyring) -> None:
+    encryption = Encryption(keyring)
+    async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+        # Erasure destroys the user's data key too: a rerun starts clean even if the key
+        # file was replaced since.
+        await storage.erase_user(DEMO_USER)
         await storage.delete(DEMO_SESSION)
         await storage.save_profile(
             DEMO_USER, {"age": 34, "gender": "female", "exercise_habit": "每周打两次篮球"}
@@ -177,7 +197,8 @@ def run_demo(database_url: str | None, data_dir: Path) -> None:
         print(f"database: {redact(target)}")
         migrations.upgrade(target)
         print(f"schema at revision {migrations.current(target)}")
-        asyncio.run(_play(target))
+        print("messages, summaries, states and profiles encrypted at rest (AES-256-GCM)")
+        asyncio.run(_play(target, _local_keyring(data_dir)))
     finally:
         if embedded is not None:
             embedded.stop()

@@ -151,6 +151,10 @@ class EmbeddedServerUnavailableError(ConfigurationError):
     """The embedded PostgreSQL server cannot run here."""
 
 
+class EncryptionKeyError(ConfigurationError):
+    """A master or data key needed to encrypt or decrypt is missing or wrong."""
+
+
 class DatabaseNotFoundError(ConfigurationError):
     """The database named in the URL does not exist on the server."""
 

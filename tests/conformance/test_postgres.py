@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -10,6 +11,7 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import Limits, PostgresStorage
+from ctxstore.encryption import Encryption, Keyring
 from tests.conformance.contract import DEFAULT_LIMITS, StorageFactory, VersionedContract
 
 
@@ -21,6 +23,25 @@ class TestPostgres(VersionedContract):
             *, ttl: timedelta | None = None, limits: Limits = DEFAULT_LIMITS
         ) -> AsyncIterator[PostgresStorage]:
             async with PostgresStorage.from_url(database_url, ttl=ttl, limits=limits) as storage:
+                yield storage
+
+        return make
+
+
+class TestPostgresEncrypted(TestPostgres):
+    """The whole contract again with encryption at rest on (one keyring per test)."""
+
+    @pytest.fixture
+    def make_storage(self, database_url: URL) -> StorageFactory:
+        encryption = Encryption(Keyring({"test": os.urandom(32)}))
+
+        @asynccontextmanager
+        async def make(
+            *, ttl: timedelta | None = None, limits: Limits = DEFAULT_LIMITS
+        ) -> AsyncIterator[PostgresStorage]:
+            async with PostgresStorage.from_url(
+                database_url, ttl=ttl, limits=limits, encryption=encryption
+            ) as storage:
                 yield storage
 
         return make

@@ -20,6 +20,9 @@ SEEDED = [
 ]
 
 
+STATE_DOCUMENT = '{"stage": "assessing", "chief_complaint": "膝盖下坠感"}'
+
+
 def seed_at_revision_0001(url: URL) -> None:
     """Rows exactly as revision 0001's code wrote them, by plain SQL."""
 
@@ -96,3 +99,106 @@ def test_sessions_seeded_at_0001_survive_the_upgrade_and_back(empty_database_url
 
     migrations.upgrade(empty_database_url, "head")
     asyncio.run(use_after_downgrade_and_upgrade())
+
+
+def test_consultations_seeded_at_0007_survive_0008_and_back(empty_database_url: URL) -> None:
+    """0008 replaces the analytics views and moves the roles: the data stays, the views
+    turn pseudonymous and back."""
+    url = empty_database_url
+    migrations.upgrade(url, "0007")
+    seed_at_revision_0001(url)  # the session 'old', three messages
+
+    async def seed_states() -> None:
+        engine = create_engine(url, pooled=False)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    text("INSERT INTO sessions (session_id, user_id) VALUES ('k2', 'u-k2')")
+                )
+                for session_id in ("old", "k2"):
+                    for table in ("consultation_states", "consultation_state_history"):
+                        await conn.execute(
+                            text(
+                                f"INSERT INTO {table} (session_id, version, stage, "
+                                "chief_complaint, document, format_version) "
+                                "VALUES (:s, 1, 'assessing', '膝盖下坠感', CAST(:d AS jsonb), 2)"
+                            ),
+                            {"s": session_id, "d": STATE_DOCUMENT},
+                        )
+        finally:
+            await engine.dispose()
+
+    asyncio.run(seed_states())
+    old_views = "SELECT session_id, user_id, chief_complaint FROM analytics_consultations"
+    before = sorted(asyncio.run(rows(url, old_views)))
+    assert before == [("k2", "u-k2", "膝盖下坠感"), ("old", "u1", "膝盖下坠感")]
+    migrations.upgrade(url, "0008")
+    consultations = asyncio.run(
+        rows(url, "SELECT consultation, stage, message_count FROM analytics_consultations")
+    )
+    assert sorted(row[1:] for row in consultations) == [("assessing", 0), ("assessing", 3)]
+    assert all(len(str(row[0])) == 64 for row in consultations)  # hex HMAC-SHA256
+    # two consultations share the complaint: fewer than k = 5, not shown
+    assert asyncio.run(rows(url, "SELECT * FROM analytics_complaint_frequencies")) == []
+    migrations.upgrade(url, "head")
+
+    async def load() -> None:
+        async with PostgresStorage.from_url(url) as storage:
+            assert await storage.load("old") == SEEDED
+            state = await storage.load_state("k2")
+            assert state is not None and state.value.chief_complaint == "膝盖下坠感"
+
+    asyncio.run(load())
+    migrations.downgrade(url, "0007")
+    assert sorted(asyncio.run(rows(url, old_views))) == before
+    migrations.upgrade(url, "head")
+    assert len(asyncio.run(rows(url, "SELECT * FROM analytics_consultations"))) == 2
+
+
+async def rows(url: URL, sql: str) -> list[tuple[object, ...]]:
+    engine = create_engine(url, pooled=False)
+    try:
+        async with engine.connect() as conn:
+            return [tuple(row) for row in await conn.execute(text(sql))]
+    finally:
+        await engine.dispose()
+
+
+def test_plain_rows_seeded_at_0008_survive_0009_and_sealed_rows_block_its_downgrade(
+    empty_database_url: URL,
+) -> None:
+    import os  # noqa: PLC0415
+
+    import pytest  # noqa: PLC0415
+
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+    from ctxstore.errors import MigrationError  # noqa: PLC0415
+
+    migrations.upgrade(empty_database_url, "0008")
+    seed_at_revision_0001(empty_database_url)
+    migrations.upgrade(empty_database_url, "0009")
+    encryption = Encryption(Keyring({"k": os.urandom(32)}))
+
+    async def read_plain_then_seal() -> None:
+        async with PostgresStorage.from_url(empty_database_url, encryption=encryption) as storage:
+            assert await storage.load("old") == SEEDED
+            await storage.save("new", SEEDED, user_id="u2")
+
+    asyncio.run(read_plain_then_seal())
+    with pytest.raises(MigrationError, match="sealed rows"):
+        migrations.downgrade(empty_database_url, "0008")
+    assert migrations.current(empty_database_url) == "0009"
+
+    async def delete_sealed() -> None:
+        async with PostgresStorage.from_url(empty_database_url, encryption=encryption) as storage:
+            await storage.delete("new")
+
+    asyncio.run(delete_sealed())
+    migrations.downgrade(empty_database_url, "0008")
+    migrations.upgrade(empty_database_url, "head")
+
+    async def still_there() -> None:
+        async with PostgresStorage.from_url(empty_database_url) as storage:
+            assert await storage.load("old") == SEEDED
+
+    asyncio.run(still_there())

@@ -10,11 +10,13 @@ from __future__ import annotations
 from sqlalchemy import (
     ARRAY,
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Computed,
     DateTime,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     LargeBinary,
@@ -35,6 +37,20 @@ NAMING_CONVENTION = {
 }
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _sealed_columns() -> list[Column[object]]:
+    """Encryption at rest (revision 0009): the data key a row is sealed under and the
+    AES-256-GCM ciphertext of its private fields; both NULL on a plaintext row."""
+    return [
+        Column("key_id", BigInteger, nullable=True),
+        Column("sealed", LargeBinary, nullable=True),
+    ]
+
+
+def _sealed_check() -> CheckConstraint:
+    return CheckConstraint("(key_id IS NULL) = (sealed IS NULL)", name="sealed_with_key")
+
 
 MAX_SESSION_ID_LENGTH = 255
 
@@ -116,6 +132,9 @@ messages = Table(
     # The tiktoken encoding token_count was made with: a reader counting with another one
     # recounts instead of using it (NULL: no count, or one from before this column).
     Column("token_encoding", Text, nullable=True),
+    # Sealed rows keep content '' and metadata NULL; digest is then an HMAC (0009).
+    *_sealed_columns(),
+    _sealed_check(),
     CheckConstraint("seq >= 0", name="seq_non_negative"),
     CheckConstraint(
         "format_version <> 2 OR role IN ('user', 'assistant', 'system', 'tool')",
@@ -147,6 +166,8 @@ summaries = Table(
     Column("token_count", Integer, nullable=True),
     Column("format_version", SmallInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    *_sealed_columns(),  # sealed: text is ''
+    _sealed_check(),
     CheckConstraint("summary_version >= 1", name="summary_version_positive"),
     CheckConstraint("covers_until >= -1", name="covers_until_valid"),
 )
@@ -164,6 +185,8 @@ def _state_columns() -> list[Column[object]]:
         Column("duration", Text, nullable=True),
         Column("document", JSONB, nullable=False),
         Column("format_version", SmallInteger, nullable=False),
+        # sealed: document is JSON null; the typed columns above stay (for analytics)
+        *_sealed_columns(),
     ]
 
 
@@ -174,6 +197,7 @@ consultation_states = Table(
     Column("version", BigInteger, nullable=False),
     *_state_columns(),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _sealed_check(),
     CheckConstraint("version >= 1", name="version_positive"),
 )
 
@@ -185,6 +209,7 @@ consultation_state_history = Table(
     Column("version", BigInteger, primary_key=True),
     *_state_columns(),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _sealed_check(),
 )
 
 # Belongs to the user, not a session: deleting a session leaves it.
@@ -201,8 +226,73 @@ user_profiles = Table(
     Column("format_version", SmallInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    # sealed: document is JSON null and the typed columns are NULL / empty
+    *_sealed_columns(),
+    _sealed_check(),
     CheckConstraint(
         f"char_length(user_id) BETWEEN 1 AND {MAX_SESSION_ID_LENGTH}", name="user_id_length"
     ),
     CheckConstraint("version >= 1", name="version_positive"),
+)
+
+# -- owned by the owner role, read by no other (revision 0008) -------------------------------
+
+# The roles of this database: role names are cluster-wide, this says which are its own.
+ctxstore_roles = Table(
+    "ctxstore_roles",
+    metadata,
+    Column("kind", Text, primary_key=True),
+    Column("role_name", Text, nullable=False),
+    CheckConstraint("kind IN ('owner', 'app', 'analytics')", name="kind_known"),
+)
+
+# The analytics settings, one row: free text shows only for at least min_group_size
+# consultations.
+ctxstore_analytics_settings = Table(
+    "ctxstore_analytics_settings",
+    metadata,
+    Column("singleton", Boolean, primary_key=True, server_default=text("true")),
+    Column("min_group_size", Integer, nullable=False),
+    CheckConstraint("singleton", name="one_row"),
+    CheckConstraint("min_group_size >= 2", name="min_group_size_at_least_two"),
+)
+
+# The HMAC-SHA256 key of the analytics pseudonyms, one row, kept as its two padded forms
+# (key XOR ipad, key XOR opad, 64 bytes each) so the views compute HMAC with sha256() alone.
+ctxstore_pseudonym_key = Table(
+    "ctxstore_pseudonym_key",
+    metadata,
+    Column("singleton", Boolean, primary_key=True, server_default=text("true")),
+    Column("inner_pad", LargeBinary, nullable=False),
+    Column("outer_pad", LargeBinary, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    CheckConstraint("singleton", name="one_row"),
+    CheckConstraint(
+        "octet_length(inner_pad) = 64 AND octet_length(outer_pad) = 64", name="pads_64_bytes"
+    ),
+)
+
+# -- encryption at rest (revision 0009) -------------------------------------------------------
+
+# Data keys, one current per owner ('u:' + user id, or 's:' + session id for a session
+# without a user), stored wrapped by a master key.  Deleting an owner's rows here is
+# crypto-shredding: whatever was sealed under them can no longer be opened, backups included
+# once the backups holding these rows are gone too.  retired_at: replaced by
+# ``rotate-keys --reencrypt``, deleted once no row is sealed under it.
+data_keys = Table(
+    "data_keys",
+    metadata,
+    Column("key_id", BigInteger, Identity(always=True), primary_key=True),
+    Column("owner", Text, nullable=False),
+    Column("master_key_id", Text, nullable=False),
+    Column("wrapped", LargeBinary, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("retired_at", DateTime(timezone=True), nullable=True),
+    Index(
+        "ix_data_keys_current_owner",
+        "owner",
+        unique=True,
+        postgresql_where=text("retired_at IS NULL"),
+    ),
+    Index("ix_data_keys_owner", "owner"),
 )

@@ -7,6 +7,7 @@ storage/rules.py builds.
 
 from __future__ import annotations
 
+from ctxstore.encryption import DataKey
 from ctxstore.errors import SessionNotFoundError
 from ctxstore.models import SUMMARY_FORMAT, ConsultationState, Summary, UserProfile
 from ctxstore.storage import rules
@@ -22,18 +23,20 @@ async def insert_summary(
     covers_until: int,
     token_count: int | None,
     expected: int | None,
+    key: DataKey | None = None,
 ) -> Summary:
     row = await sql.INSERT_SUMMARY.fetchrow(
         driver,
         sid=session_id,
-        text=text,
         covers_until=covers_until,
         token_count=token_count,
         expected=expected,
         format_version=SUMMARY_FORMAT,
+        **rows.summary_values(text, key, session_id),
     )
     if row is not None:
-        return rows.summary_from_row(row, session_id)
+        keys = {key.key_id: key} if key is not None else None
+        return rows.summary_from_row(row, session_id, keys)
     facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
     latest = int(facts["latest"]) if facts is not None else 0
     rules.refuse_summary(
@@ -47,9 +50,13 @@ async def insert_summary(
 
 
 async def write_state(
-    driver: Driver, session_id: str, state: ConsultationState, expected: int | None
+    driver: Driver,
+    session_id: str,
+    state: ConsultationState,
+    expected: int | None,
+    key: DataKey | None = None,
 ) -> int:
-    values = rows.state_values(state)
+    values = rows.state_values(state, key, session_id)
     if expected is None:
         row = await sql.UPSERT_STATE.fetchrow(driver, sid=session_id, **values)
     elif expected == NEW_SESSION:
@@ -71,9 +78,13 @@ async def write_state(
 
 
 async def write_profile(
-    driver: Driver, user_id: str, profile: UserProfile, expected: int | None
+    driver: Driver,
+    user_id: str,
+    profile: UserProfile,
+    expected: int | None,
+    key: DataKey | None = None,
 ) -> int:
-    values = rows.profile_values(profile)
+    values = rows.profile_values(profile, key, user_id)
     if expected is None:
         version = await sql.UPSERT_PROFILE.fetchval(driver, user_id=user_id, **values)
     elif expected == NEW_SESSION:

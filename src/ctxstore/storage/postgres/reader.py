@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from ctxstore.formats.messages import rows_to_messages
 from ctxstore.models import ConsultationState, Message, Summary, UserProfile, Versioned
 from ctxstore.storage.base import SessionHead, StoredMessage
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.statement import Driver
 
+#: Loads the data keys a read needs, on the given connection (PostgresStorage._keys_for).
+KeyLoader = Callable[[set[int], Driver], Awaitable[rows.Keys | None]]
+
 
 class PostgresSessionReader:
-    def __init__(self, driver: Driver, session_id: str, encoding: str) -> None:
+    def __init__(
+        self, driver: Driver, session_id: str, encoding: str, keys: KeyLoader | None = None
+    ) -> None:
         self._driver = driver
         self.session_id = session_id
         #: Stored counts in another encoding are not used as this one's.
         self._encoding = encoding
+        self._load_keys = keys
+
+    async def _keys(self, key_ids: set[int]) -> rows.Keys | None:
+        if self._load_keys is None:
+            return None
+        return await self._load_keys(key_ids, self._driver)
+
+    async def _open(self, found: list[Any]) -> list[Message]:
+        keys = await self._keys(rows.sealed_key_ids(found))
+        opened = rows.open_messages(found, keys, self.session_id)
+        return rows_to_messages(opened, session_id=self.session_id)
 
     async def head(self) -> SessionHead:
         row = await sql.SESSION_HEAD.fetchrow(self._driver, sid=self.session_id)
@@ -26,15 +45,24 @@ class PostgresSessionReader:
 
     async def latest_summary(self) -> Summary | None:
         row = await sql.LATEST_SUMMARY.fetchrow(self._driver, sid=self.session_id)
-        return rows.summary_from_row(row, self.session_id) if row is not None else None
+        if row is None:
+            return None
+        keys = await self._keys({row["key_id"]} - {None})
+        return rows.summary_from_row(row, self.session_id, keys)
 
     async def state(self) -> Versioned[ConsultationState] | None:
         row = await sql.CURRENT_STATE.fetchrow(self._driver, sid=self.session_id)
-        return rows.state_from_row(row, self.session_id) if row is not None else None
+        if row is None:
+            return None
+        keys = await self._keys({row["key_id"]} - {None})
+        return rows.state_from_row(row, self.session_id, keys)
 
     async def profile(self, user_id: str) -> Versioned[UserProfile] | None:
         row = await sql.CURRENT_PROFILE.fetchrow(self._driver, user_id=user_id)
-        return rows.profile_from_row(row, user_id) if row is not None else None
+        if row is None:
+            return None
+        keys = await self._keys({row["key_id"]} - {None})
+        return rows.profile_from_row(row, user_id, keys)
 
     async def newest(
         self, before: int, limit: int, token_budget: int | None = None
@@ -52,7 +80,7 @@ class PostgresSessionReader:
                 budget=token_budget,
                 encoding=self._encoding,
             )
-        messages = rows_to_messages(found, session_id=self.session_id)
+        messages = await self._open(found)
         return [
             StoredMessage(row["seq"], message, row["token_count"], row["token_encoding"])
             for row, message in zip(found, messages, strict=True)
@@ -60,7 +88,7 @@ class PostgresSessionReader:
 
     async def span(self, start: int, stop: int) -> list[Message]:
         found = await sql.SPAN.fetch(self._driver, sid=self.session_id, start=start, stop=stop)
-        return rows_to_messages(found, session_id=self.session_id)
+        return await self._open(found)
 
     async def token_total(self, after: int) -> tuple[int, int]:
         row = await sql.TOKEN_TOTAL.fetchrow(

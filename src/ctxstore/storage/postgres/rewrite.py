@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ctxstore.encryption import DataKey
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER, row_to_message
 from ctxstore.models import MESSAGE_FORMAT, Message
 from ctxstore.storage.postgres import rows, sql
@@ -24,12 +25,15 @@ async def write_back_messages(
     version: int,
     upgraded: Sequence[tuple[int, Message]],
     counter: TokenCounter,
+    key: DataKey | None = None,
 ) -> bool:
-    """Persist upgraded (position, message) rows if the session is still at ``version``.
+    """Persist upgraded (position, message) rows if the session is still at ``version``
+    (sealed with ``key`` when given).
 
     Returns False when another writer got there first (nothing written).
     """
     new = rows.batch([message for _, message in upgraded], counter, DEFAULT_LIMITS)
+    new = rows.sealed_by(new, key, session_id)
     arrays = rows.new_message_arrays(new)
     arrays["new_seq"] = [position for position, _ in upgraded]
     async with driver.transaction():

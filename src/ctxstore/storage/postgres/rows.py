@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ctxstore.errors import InvalidMessageError
+from cryptography.exceptions import InvalidTag
+
+from ctxstore.encryption import (
+    DataKey,
+    document_aad,
+    message_aad,
+    pack_message,
+    unpack_message,
+)
+from ctxstore.errors import EncryptionKeyError, InvalidMessageError
 from ctxstore.formats.documents import load_profile, load_state, load_summary
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER
 from ctxstore.models import (
@@ -38,15 +47,49 @@ from ctxstore.tokens import TokenCounter
 
 EMPTY_HASH = hashlib.sha256(b"").digest()
 
+#: A data key by id: the keys a read needs, loaded beforehand (storage/postgres/keys.py).
+Keys = Mapping[int, DataKey]
+
+
+def hasher(key: DataKey | None, data: bytes = b"") -> Any:
+    """The session content hash: SHA-256, or an HMAC under the data key when sealed (a
+    plain hash of the digests would confirm a guess of the whole conversation)."""
+    return hashlib.sha256(data) if key is None else key.hasher(data)
+
 
 @dataclass(frozen=True)
 class Batch:
-    """New messages about to be written, with what every column needs."""
+    """New messages about to be written, with what every column needs.
+
+    With ``key``, content and metadata are sealed (with the core digest, so loads need
+    not recompute it) and the stored digest is the HMAC of the full digest.
+    """
 
     messages: Sequence[Message]
     digests: list[bytes]
     costs: list[int | None]
     encoding: str
+    key: DataKey | None = None
+    session_id: str = ""
+
+
+def sealed_by(new: Batch, key: DataKey | None, session_id: str) -> Batch:
+    return new if key is None else replace(new, key=key, session_id=session_id)
+
+
+def _sealed(b: Batch) -> list[bytes | None]:
+    key = b.key
+    if key is None:
+        return [None] * len(b.messages)
+    aad = message_aad(b.session_id)
+    return [key.seal(pack_message(m.content, m.metadata, m.core_digest()), aad) for m in b.messages]
+
+
+def _digests(b: Batch) -> list[bytes]:
+    key = b.key
+    if key is None:
+        return [m.core_digest() for m in b.messages]
+    return [key.mac(digest) for digest in b.digests]
 
 
 def _offsets(batch: Batch) -> list[int | None]:
@@ -59,17 +102,21 @@ def _offsets(batch: Batch) -> list[int | None]:
 
 MESSAGE_VALUES: dict[str, Callable[[Batch], list[Any]]] = {
     "role": lambda b: [m.role for m in b.messages],
-    "content": lambda b: [m.content for m in b.messages],
+    "content": lambda b: [m.content if b.key is None else "" for m in b.messages],
     "turn_id": lambda b: [m.turn_id for m in b.messages],
     "ts": lambda b: [m.timestamp for m in b.messages],
     "ts_offset": _offsets,
     "name": lambda b: [m.name for m in b.messages],
     # the connection's jsonb codec takes JSON text; NULL spares decoding {} on every load
-    "metadata": lambda b: [json.dumps(m.metadata) if m.metadata else None for m in b.messages],
-    "digest": lambda b: [m.core_digest() for m in b.messages],
+    "metadata": lambda b: [
+        json.dumps(m.metadata) if m.metadata and b.key is None else None for m in b.messages
+    ],
+    "digest": _digests,
     "token_count": lambda b: b.costs,
     "format_version": lambda b: [MESSAGE_FORMAT] * len(b.messages),
     "token_encoding": lambda b: [b.encoding if c is not None else None for c in b.costs],
+    "key_id": lambda b: [b.key.key_id if b.key is not None else None] * len(b.messages),
+    "sealed": _sealed,
 }
 assert set(MESSAGE_VALUES) == set(sql.MESSAGE_WRITE_COLUMNS), "one mapper entry per column"
 
@@ -144,31 +191,153 @@ _METADATA = MESSAGE_COLUMN_ORDER.index("metadata")
 
 
 def known_after_load(
-    version: int, rows: Sequence[Any], loaded: History, stored_hash: bytes | None
+    version: int,
+    rows: Sequence[Any],
+    loaded: History,
+    stored_hash: bytes | None,
+    key: DataKey | None = None,
 ) -> Known:
-    """What a load saw; the messages are recognised later only if the hash checks out."""
+    """What a load saw (``rows`` opened); the messages are recognised later only if the
+    hash (keyed by ``key``, the last row's key, when sealed) checks out."""
     if stored_hash is None:  # left unknown by an append: the next save recomputes it
         return Known(version)
     digests = [
         row[_DIGEST] if row[_METADATA] is None else full_digest(row[_DIGEST], row[_METADATA])
         for row in rows
     ]
-    hasher = hashlib.sha256(b"".join(digests))
+    hasher = hashlib.sha256(b"".join(digests)) if key is None else key.hasher(b"".join(digests))
     if hasher.digest() != stored_hash:  # e.g. rows in an older format
         return Known(version, len(rows), stored_hash)
     watch = MetadataWatch().extended(loaded, digests)
     return Known(version, len(rows), stored_hash, hasher, StoredList.of(loaded), watch)
 
 
+# -- sealed rows ------------------------------------------------------------------------------
+
+# Where the message reads (sql._READ_SEALED) put the key id and the sealed value.
+KEY_ID = len(MESSAGE_COLUMN_ORDER)
+SEALED = KEY_ID + 1
+
+
+def sealed_key_ids(rows: Sequence[Any]) -> set[int]:
+    """The data keys sealed message rows need (none: all plaintext)."""
+    return {row[KEY_ID] for row in rows if row[KEY_ID] is not None}
+
+
+def open_messages(rows: Sequence[Any], keys: Keys | None, session_id: str) -> Sequence[Any]:
+    """Message rows with sealed content, metadata and core digest opened (plaintext
+    rows as they are); the result starts with MESSAGE_COLUMN_ORDER, as formats expect."""
+    if not any(row[KEY_ID] is not None for row in rows):
+        return rows
+    try:
+        return _open_fast(rows, keys, session_id)
+    except (InvalidTag, ValueError, IndexError):  # say which row failed, and why
+        pass
+    aad = message_aad(session_id)
+    opened: list[Any] = []
+    for row in rows:
+        if row[KEY_ID] is None:
+            opened.append(row)
+            continue
+        key = _key(keys, row[KEY_ID], session_id)
+        content, metadata, core = unpack_message(
+            key.open(row[SEALED], aad, session_id=session_id), session_id
+        )
+        opened.append((*row[:2], content, *row[3:7], metadata, core, row[9]))
+    return opened
+
+
+def _open_fast(rows: Sequence[Any], keys: Keys | None, session_id: str) -> list[Any]:
+    """The loop of every sealed load: one decrypt call per row, nothing else re-checked
+    (any failure raises, and the careful loop above finds the row)."""
+    aad = message_aad(session_id)
+    opened: list[Any] = []
+    append = opened.append
+    decrypt, last_key = None, None
+    for row in rows:
+        key_id = row[KEY_ID]
+        if key_id is None:
+            append(row)
+            continue
+        if key_id != last_key:
+            decrypt, last_key = _key(keys, key_id, session_id).opener(), key_id
+        sealed = row[SEALED]
+        if sealed[0] != 1:
+            raise ValueError("unknown layout")
+        plain = decrypt(sealed[1:13], sealed[13:], aad)  # type: ignore[misc]
+        if plain[32] == 0:
+            content, metadata = plain[33:].decode("utf-8", "surrogatepass"), None
+        else:
+            content, metadata, _ = unpack_message(plain, session_id)
+        append(
+            (row[0], row[1], content, row[3], row[4], row[5], row[6], metadata, plain[:32], row[9])
+        )
+    return opened
+
+
+def _key(keys: Keys | None, key_id: int, session_id: str | None) -> DataKey:
+    if keys is None:
+        raise EncryptionKeyError(
+            f"session {session_id!r} holds rows sealed under data key {key_id}: open the "
+            "storage with encryption (PostgresStorage(..., encryption=...)) to read them"
+        )
+    key = keys.get(key_id)
+    if key is None:  # the store loads every key a read needs before opening rows
+        raise EncryptionKeyError(f"data key {key_id} is not loaded")
+    return key
+
+
+def _open_document(row: Any, keys: Keys | None, kind: str, owner_id: str) -> Any:
+    """The row's document: sealed JSON opened, else the stored one."""
+    key_id = row["key_id"]
+    if key_id is None:
+        return row["document"]
+    session_id = owner_id if kind != "profile" else None
+    key = _key(keys, key_id, session_id)
+    plain = key.open(row["sealed"], document_aad(kind, owner_id), session_id=session_id)
+    return json.loads(plain)
+
+
+def _seal_document(
+    document: dict[str, Any], key: DataKey | None, kind: str, owner_id: str
+) -> tuple[str, int | None, bytes | None]:
+    """(document column, key_id, sealed): the JSON itself, or JSON null and its seal."""
+    text = json.dumps(document, ensure_ascii=False)
+    if key is None:
+        return text, None, None
+    return "null", key.key_id, key.seal(text.encode("utf-8"), document_aad(kind, owner_id))
+
+
+def document_key_id(row: Any) -> int | None:
+    return row["key_id"] if row is not None else None
+
+
 # -- documents --------------------------------------------------------------------------------
 
 
-def summary_from_row(row: Any, session_id: str) -> Summary:
-    return load_summary(dict(row), row["format_version"], session_id=session_id)
+def summary_from_row(row: Any, session_id: str, keys: Keys | None = None) -> Summary:
+    fields = dict(row)
+    key_id, sealed = fields.pop("key_id", None), fields.pop("sealed", None)
+    if key_id is not None:
+        key = _key(keys, key_id, session_id)
+        plain = key.open(sealed, document_aad("summary", session_id), session_id=session_id)
+        fields["text"] = plain.decode("utf-8", "surrogatepass")
+    return load_summary(fields, row["format_version"], session_id=session_id)
 
 
-def state_values(state: ConsultationState) -> dict[str, Any]:
-    """sql.STATE_COLUMNS: the state's typed columns, its document and its format."""
+def summary_values(text: str, key: DataKey | None, session_id: str) -> dict[str, Any]:
+    if key is None:
+        return {"text": text, "key_id": None, "sealed": None}
+    sealed = key.seal(text.encode("utf-8", "surrogatepass"), document_aad("summary", session_id))
+    return {"text": "", "key_id": key.key_id, "sealed": sealed}
+
+
+def state_values(
+    state: ConsultationState, key: DataKey | None = None, session_id: str = ""
+) -> dict[str, Any]:
+    """sql.STATE_COLUMNS: the state's typed columns (plaintext even when sealed: analytics
+    reads them in SQL), its document (sealed with ``key``) and its format."""
+    document, key_id, sealed = _seal_document(state.document(), key, "state", session_id)
     values = {
         "stage": state.stage,
         "chief_complaint": state.chief_complaint,
@@ -177,37 +346,53 @@ def state_values(state: ConsultationState) -> dict[str, Any]:
         "red_flags": list(state.red_flags),
         "pain_level": state.pain_level,
         "duration": state.duration,
-        "document": json.dumps(state.document(), ensure_ascii=False),
+        "document": document,
         "format_version": STATE_FORMAT,
+        "key_id": key_id,
+        "sealed": sealed,
     }
     assert tuple(values) == sql.STATE_COLUMNS
     return values
 
 
-def profile_values(profile: UserProfile) -> dict[str, Any]:
-    """sql.PROFILE_COLUMNS: the profile's typed columns, its document and its format."""
+def profile_values(
+    profile: UserProfile, key: DataKey | None = None, user_id: str = ""
+) -> dict[str, Any]:
+    """sql.PROFILE_COLUMNS: the profile's typed columns, its document and its format.
+
+    Sealed, the typed columns are NULL (empty): no view reads them, and they are the
+    user's own health facts."""
+    document, key_id, sealed = _seal_document(profile.document(), key, "profile", user_id)
+    plain = key is None
     values = {
-        "age": profile.age,
-        "gender": profile.gender,
-        "exercise_habit": profile.exercise_habit,
-        "known_limitations": list(profile.known_limitations),
-        "document": json.dumps(profile.document(), ensure_ascii=False),
+        "age": profile.age if plain else None,
+        "gender": profile.gender if plain else None,
+        "exercise_habit": profile.exercise_habit if plain else None,
+        "known_limitations": list(profile.known_limitations) if plain else [],
+        "document": document,
         "format_version": PROFILE_FORMAT,
+        "key_id": key_id,
+        "sealed": sealed,
     }
     assert tuple(values) == sql.PROFILE_COLUMNS
     return values
 
 
-def state_from_row(row: Any, session_id: str) -> Versioned[ConsultationState]:
-    state = load_state(row["document"], row["format_version"], session_id=session_id)
+def state_from_row(
+    row: Any, session_id: str, keys: Keys | None = None
+) -> Versioned[ConsultationState]:
+    document = _open_document(row, keys, "state", session_id)
+    state = load_state(document, row["format_version"], session_id=session_id)
     return Versioned(state, int(row["version"]), row["updated_at"])
 
 
-def state_change_from_row(row: Any, session_id: str) -> StateChange:
-    state = load_state(row["document"], row["format_version"], session_id=session_id)
+def state_change_from_row(row: Any, session_id: str, keys: Keys | None = None) -> StateChange:
+    document = _open_document(row, keys, "state", session_id)
+    state = load_state(document, row["format_version"], session_id=session_id)
     return StateChange(int(row["version"]), state, row["updated_at"])
 
 
-def profile_from_row(row: Any, user_id: str) -> Versioned[UserProfile]:
-    profile = load_profile(row["document"], row["format_version"], user_id=user_id)
+def profile_from_row(row: Any, user_id: str, keys: Keys | None = None) -> Versioned[UserProfile]:
+    document = _open_document(row, keys, "profile", user_id)
+    profile = load_profile(document, row["format_version"], user_id=user_id)
     return Versioned(profile, int(row["version"]), row["updated_at"])

@@ -54,7 +54,10 @@ MESSAGE_WRITE_COLUMNS = tuple(c.name for c in messages.c if c.name not in ("sess
 _unknown = set(MESSAGE_COLUMN_ORDER) - set(messages.c.keys())
 assert not _unknown, f"formats read columns messages doesn't have: {_unknown}"
 
-_READ = ", ".join(f"m.{name}" for name in MESSAGE_COLUMN_ORDER)
+_PLAIN_READ = ", ".join(f"m.{name}" for name in MESSAGE_COLUMN_ORDER)
+# Every message read also takes the data key and the sealed value, right after the columns
+# formats read (rows.KEY_ID, rows.SEALED): rows.open_messages opens sealed rows.
+_READ = f"{_PLAIN_READ}, m.key_id, m.sealed"
 _READ_WITH_COUNTS = f"{_READ}, m.token_count, m.token_encoding"
 
 
@@ -87,7 +90,7 @@ def _insert_messages(start: str, source: str = "", where: str = "") -> str:
 LOAD_SESSION = Statement(
     "load session",
     f"""
-SELECT {_READ}, s.message_count, s.content_hash, s.version
+SELECT {_READ}, s.message_count, s.content_hash, s.version, s.user_id
   FROM sessions AS s
   LEFT JOIN messages AS m ON m.session_id = s.session_id
  WHERE s.session_id = :sid AND {LIVE}
@@ -218,7 +221,7 @@ ANY_SESSION_VERSION = Statement(
 
 STORED_DIGESTS = Statement(
     "stored digests",
-    "SELECT seq, digest, metadata FROM messages WHERE session_id = :sid ORDER BY seq",
+    "SELECT seq, digest, metadata, key_id FROM messages WHERE session_id = :sid ORDER BY seq",
 )
 
 DELETE_FROM_POSITION = Statement(
@@ -240,8 +243,14 @@ UPDATE sessions
 RETURNING version""",
 )
 
-# Everything session-scoped goes with the row (ON DELETE CASCADE); the profile stays.
-DELETE_SESSION = Statement("delete session", "DELETE FROM sessions WHERE session_id = :sid")
+# Everything session-scoped goes with the row (ON DELETE CASCADE); the profile stays.  So
+# does the data key of the session's user; a session's own key (no user) is destroyed.
+DELETE_SESSION = Statement(
+    "delete session",
+    """
+WITH shredded AS (DELETE FROM data_keys WHERE owner = 's:' || :sid)
+DELETE FROM sessions WHERE session_id = :sid""",
+)
 
 # -- erasure ---------------------------------------------------------------------------------
 
@@ -269,6 +278,17 @@ SELECT (SELECT coalesce(array_agg(session_id ORDER BY session_id), '{}') FROM go
 
 ERASE_USER_PROFILE = Statement(
     "erase user profile", "DELETE FROM user_profiles WHERE user_id = :user_id"
+)
+
+# Crypto-shredding, first in the erasure's transaction: the user's data keys and those of
+# the user's sessions' own keys (written before the session had a user).
+ERASE_USER_KEYS = Statement(
+    "erase user keys",
+    """
+DELETE FROM data_keys
+ WHERE owner = 'u:' || :user_id
+    OR owner IN (SELECT 's:' || session_id FROM sessions WHERE user_id = :user_id)
+RETURNING key_id, owner""",
 )
 
 # -- expiry -----------------------------------------------------------------------------------
@@ -326,8 +346,9 @@ INSERT_SUMMARY = Statement(
     f"""
 WITH {_LOCKED_SESSION}
 INSERT INTO summaries AS new (session_id, summary_version, text, covers_until, token_count,
-                              format_version)
-SELECT s.session_id, latest.version + 1, :text, :covers_until, :token_count, :format_version
+                              format_version, key_id, sealed)
+SELECT s.session_id, latest.version + 1, :text, :covers_until, :token_count, :format_version,
+       :key_id, :sealed
   FROM locked AS s,
        LATERAL (SELECT coalesce(max(summary_version), 0) AS version
                   FROM summaries WHERE session_id = :sid) AS latest
@@ -428,14 +449,14 @@ SELECT (SELECT version FROM consultation_states WHERE session_id = :sid) AS vers
 CURRENT_STATE = Statement(
     "current state",
     f"""
-SELECT document, format_version, version, updated_at
+SELECT document, format_version, version, updated_at, key_id, sealed
   FROM consultation_states WHERE session_id = :sid AND {_LIVE_SESSION}""",
 )
 
 STATE_HISTORY = Statement(
     "state history",
     f"""
-SELECT document, format_version, version, created_at AS updated_at
+SELECT document, format_version, version, created_at AS updated_at, key_id, sealed
   FROM consultation_state_history WHERE session_id = :sid AND {_LIVE_SESSION}
  ORDER BY version""",
 )
@@ -489,7 +510,7 @@ PROFILE_VERSION = Statement(
 CURRENT_PROFILE = Statement(
     "current profile",
     """
-SELECT document, format_version, version, updated_at FROM user_profiles
+SELECT document, format_version, version, updated_at, key_id, sealed FROM user_profiles
  WHERE user_id = :user_id""",
 )
 
@@ -519,7 +540,8 @@ SELECT {_READ_WITH_COUNTS} FROM messages AS m
 NEWEST_WITHIN = Statement(
     "newest messages within a budget",
     f"""
-SELECT {", ".join((*MESSAGE_COLUMN_ORDER, "token_count", "token_encoding"))} FROM (
+SELECT {", ".join((*MESSAGE_COLUMN_ORDER, "key_id", "sealed", "token_count", "token_encoding"))}
+  FROM (
     SELECT {_READ_WITH_COUNTS},
            sum(m.usable) OVER (ORDER BY m.seq DESC) - m.usable AS before_me
       FROM (SELECT *, CASE WHEN token_encoding = :encoding THEN token_count ELSE 0 END
@@ -541,13 +563,15 @@ SELECT {_READ} FROM messages AS m
 )
 
 # Messages without a usable count (older formats, another encoding) are estimated from
-# their length: a trigger threshold, not a budget, depends on this.
+# their length (a sealed one's from its ciphertext, less the 65 bytes sealing adds): a
+# trigger threshold, not a budget, depends on this.
 TOKEN_TOTAL = Statement(
     "token total",
     """
 SELECT count(*) AS messages,
        coalesce(sum(CASE WHEN token_encoding = :encoding THEN token_count
-                         ELSE char_length(content) + 16 END), 0) AS tokens
+                         ELSE char_length(content) + 16
+                              + coalesce(octet_length(sealed) - 65, 0) END), 0) AS tokens
   FROM messages WHERE session_id = :sid AND seq > :after""",
 )
 

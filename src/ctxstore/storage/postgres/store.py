@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import hashlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
@@ -14,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.db.errors import translated
+from ctxstore.encryption import DataKey, Encryption
 from ctxstore.errors import (
     CorruptDataError,
     StorageTimeoutError,
@@ -37,6 +37,7 @@ from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, StoredList
 from ctxstore.storage.postgres import documents, rows, sql
 from ctxstore.storage.postgres.connection import Connections
+from ctxstore.storage.postgres.keys import DataKeys, user_owner
 from ctxstore.storage.postgres.reader import PostgresSessionReader
 from ctxstore.storage.postgres.rewrite import write_back_messages
 from ctxstore.storage.postgres.statement import Driver
@@ -47,9 +48,11 @@ from ctxstore.tokens import TokenCounter
 Hasher = Any  # hashlib's HASH object
 
 
-def _prefix_and_total_hash(digests: Sequence[bytes], prefix: int) -> tuple[bytes, Hasher]:
+def _prefix_and_total_hash(
+    digests: Sequence[bytes], prefix: int, key: DataKey | None
+) -> tuple[bytes, Hasher]:
     """Content hash of ``digests[:prefix]``, and a hasher that has taken all of them."""
-    hasher = hashlib.sha256(b"".join(digests[:prefix]))
+    hasher = rows.hasher(key, b"".join(digests[:prefix]))
     prefix_hash = hasher.digest()
     hasher.update(b"".join(digests[prefix:]))
     return prefix_hash, hasher
@@ -71,6 +74,10 @@ class PostgresStorage(Store):
 
     Every accepted write bumps the session's version; ``expected_version`` is checked by
     PostgreSQL in the WHERE of the statement that locks or updates the row.
+
+    With ``encryption``, new rows are sealed (docs/design.md, "Encryption at rest"): the
+    digests and content hash above become HMACs under the session's data key, so the
+    same comparisons work without decrypting anything.
     """
 
     def __init__(
@@ -83,6 +90,7 @@ class PostgresStorage(Store):
         owns_engine: bool = False,
         upgrade_on_load: bool = False,
         operation_timeout: float = 30.0,
+        encryption: Encryption | None = None,
     ) -> None:
         """``upgrade_on_load``: rows found in an old format are written back upgraded
         (only if the session is still at the version that was read)."""
@@ -90,6 +98,41 @@ class PostgresStorage(Store):
         self._connections = Connections(engine, operation_timeout)
         self._owns_engine = owns_engine
         self._upgrade_on_load = upgrade_on_load
+        self._keys = DataKeys(encryption) if encryption is not None else None
+
+    @property
+    def data_keys(self) -> DataKeys | None:
+        """The data key cache (None: encryption off)."""
+        return self._keys
+
+    async def _session_key(self, session_id: str, user_id: str | None) -> DataKey | None:
+        """The data key new rows of the session are sealed with (None: encryption off)."""
+        if self._keys is None:
+            return None
+        cached = self._keys.peek(session_id, user_id)
+        if cached is not None:
+            return cached
+        async with self._connections.call("data key") as driver:
+            return await self._keys.for_session(driver, session_id, user_id)
+
+    async def _user_key(self, user_id: str) -> DataKey | None:
+        if self._keys is None:
+            return None
+        async with self._connections.call("data key") as driver:
+            return await self._keys.current(driver, user_owner(user_id))
+
+    async def _keys_for(self, key_ids: set[int], driver: Driver | None = None) -> rows.Keys | None:
+        """Every key a read needs, unwrapped (None: encryption off; sealed rows then fail
+        with EncryptionKeyError when opened)."""
+        if self._keys is None:
+            return None
+        loaded = self._keys.loaded
+        if key_ids <= loaded.keys():
+            return loaded
+        if driver is not None:
+            return await self._keys.load(driver, key_ids)
+        async with self._connections.call("data keys") as own:
+            return await self._keys.load(own, key_ids)
 
     @classmethod
     def from_url(
@@ -142,9 +185,10 @@ class PostgresStorage(Store):
         # Where these messages will be found again, taken before anything awaits: the
         # caller's list may change while this save waits for the database.
         located = StoredList.of(messages)
+        key = await self._session_key(session_id, user_id)
         if known is not None and known.hasher is not None and expected != NEW_SESSION:
             version = await self._save_extension(
-                session_id, messages, located, known, expected, user_id
+                session_id, messages, located, known, expected, user_id, key
             )
             if version is not None:
                 return version
@@ -159,13 +203,15 @@ class PostgresStorage(Store):
             and entry.count <= len(messages)
             and expected != NEW_SESSION
         ):
-            prefix_hash, hasher = _prefix_and_total_hash(digests, entry.count)
+            prefix_hash, hasher = _prefix_and_total_hash(digests, entry.count, key)
             if prefix_hash == entry.content_hash:
                 new = rows.Batch(
                     messages[entry.count :],
                     digests[entry.count :],
                     self._costs(messages[entry.count :]),
                     self.token_counter.encoding_name,
+                    key,
+                    session_id,
                 )
                 async with self._connections.call("save") as driver:
                     version = await self._append_if_unchanged(
@@ -180,7 +226,7 @@ class PostgresStorage(Store):
         self.knowledge.forget(session_id)
         async with self._connections.call("save") as driver, driver.transaction():
             version, hasher = await self._save_locked(
-                driver, session_id, messages, digests, expected, user_id
+                driver, session_id, messages, digests, expected, user_id, key
             )
         self.knowledge.after_write(
             session_id, rows.known_after_write(version, messages, digests, hasher, located)
@@ -195,6 +241,7 @@ class PostgresStorage(Store):
         known: Known,
         expected: int | None,
         user_id: str | None,
+        key: DataKey | None,
     ) -> int | None:
         """A list that starts with exactly the stored messages: O(new messages).
 
@@ -203,7 +250,7 @@ class PostgresStorage(Store):
         count = known.count or 0
         assert known.hasher is not None  # checked by the caller
         added = messages[count:]
-        new = rows.batch(added, self.token_counter, self.limits)
+        new = rows.sealed_by(rows.batch(added, self.token_counter, self.limits), key, session_id)
         hasher = known.hasher.copy()
         hasher.update(b"".join(new.digests))
         async with self._connections.call("save") as driver:
@@ -252,6 +299,7 @@ class PostgresStorage(Store):
         digests: list[bytes],
         expected: int | None,
         user_id: str | None,
+        key: DataKey | None,
     ) -> tuple[int, Hasher]:
         """Write ``messages`` in ``driver``'s transaction; returns (version, hasher)."""
         target = len(messages)
@@ -270,14 +318,14 @@ class PostgresStorage(Store):
                     session_id, await self._current(driver, session_id), expected
                 )
             stored = await sql.CREATE_SESSION.fetchrow(
-                driver, sid=session_id, empty_hash=rows.EMPTY_HASH, ttl=self.ttl
+                driver, sid=session_id, empty_hash=rows.hasher(key).digest(), ttl=self.ttl
             )
             if stored is None and expected == NEW_SESSION:
                 raise rules.stale_session(
                     session_id, await self._current(driver, session_id), expected
                 )
         stored_count = stored["message_count"]
-        prefix_hash, hasher = _prefix_and_total_hash(digests, min(stored_count, target))
+        prefix_hash, hasher = _prefix_and_total_hash(digests, min(stored_count, target), key)
         if stored_count <= target and prefix_hash == stored["content_hash"]:
             start = stored_count  # same prefix, messages appended
         else:
@@ -289,6 +337,8 @@ class PostgresStorage(Store):
                 digests[start:],
                 self._costs(messages[start:]),
                 self.token_counter.encoding_name,
+                key,
+                session_id,
             )
             await sql.INSERT_MESSAGES.execute(
                 driver, sid=session_id, start=start, **rows.new_message_arrays(new)
@@ -313,15 +363,25 @@ class PostgresStorage(Store):
     async def _current(driver: Driver, session_id: str) -> int:
         return int(await sql.ANY_SESSION_VERSION.fetchval(driver, sid=session_id) or 0)
 
-    @staticmethod
     async def _first_difference(
-        driver: Driver, session_id: str, digests: list[bytes], stored_count: int
+        self, driver: Driver, session_id: str, digests: list[bytes], stored_count: int
     ) -> int:
+        """Where the stored list and ``digests`` part: a sealed row's digest is the HMAC
+        of the full digest under its own key."""
         limit = min(stored_count, len(digests))
-        for row in await sql.STORED_DIGESTS.fetch(driver, sid=session_id):
+        found = await sql.STORED_DIGESTS.fetch(driver, sid=session_id)
+        key_ids = {row["key_id"] for row in found if row["key_id"] is not None}
+        keys = await self._keys_for(key_ids, driver) if key_ids else None
+        for row in found:
             seq = row["seq"]
-            if seq >= limit or full_digest(row["digest"], row["metadata"]) != digests[seq]:
-                return int(min(seq, limit))
+            if seq >= limit:
+                return int(limit)
+            key_id = row["key_id"]
+            if key_id is None:
+                if full_digest(row["digest"], row["metadata"]) != digests[seq]:
+                    return int(seq)
+            elif keys is None or keys[key_id].mac(digests[seq]) != row["digest"]:
+                return int(seq)
         return limit
 
     # -- append ---------------------------------------------------------------------------------
@@ -331,7 +391,8 @@ class PostgresStorage(Store):
     ) -> int:
         """One statement: the session row hands out the positions, so concurrent appends
         never collide, and nothing stored is read."""
-        new = rows.batch(messages, self.token_counter, self.limits)
+        key = await self._session_key(session_id, user_id)
+        new = rows.sealed_by(rows.batch(messages, self.token_counter, self.limits), key, session_id)
         known = self.knowledge.get(session_id)
         extended = None
         if known is not None and known.hasher is not None:
@@ -341,7 +402,7 @@ class PostgresStorage(Store):
             "sid": session_id,
             "user_id": user_id,
             "added": len(messages),
-            "added_hash": hashlib.sha256(b"".join(new.digests)).digest(),
+            "added_hash": rows.hasher(key, b"".join(new.digests)).digest(),
             "ttl": self.ttl,
             **rows.activity(messages, messages),
             **rows.new_message_arrays(new),
@@ -384,7 +445,7 @@ class PostgresStorage(Store):
                 session_id, Known(version, start + len(messages), extended.digest(), extended)
             )
         elif start == 0:
-            fresh = hashlib.sha256(b"".join(new.digests))
+            fresh = rows.hasher(key, b"".join(new.digests))
             self.knowledge.after_write(
                 session_id, Known(version, len(messages), fresh.digest(), fresh)
             )
@@ -396,7 +457,8 @@ class PostgresStorage(Store):
 
     async def _load(self, session_id: str) -> list[Message]:
         found = await self._connections.read("load", "fetch", sql.LOAD_SESSION, sid=session_id)
-        messages = self._messages_from(found, session_id)
+        keys = await self._keys_for(rows.sealed_key_ids(found)) if found else None
+        messages = self._messages_from(found, session_id, keys)
         if self._upgrade_on_load and messages:
             await self._write_back(session_id, found, messages)
         return messages
@@ -411,17 +473,22 @@ class PostgresStorage(Store):
         ]
         if not legacy:
             return
+        key = await self._session_key(session_id, found[0]["user_id"])
         async with self._connections.call("load (writing upgraded rows back)") as driver:
             await write_back_messages(
-                driver, session_id, found[0]["version"], legacy, self.token_counter
+                driver, session_id, found[0]["version"], legacy, self.token_counter, key
             )
         self.knowledge.forget(session_id)
 
-    def _messages_from(self, found: Sequence[Any], session_id: str) -> History:
+    def _messages_from(
+        self, found: Sequence[Any], session_id: str, keys: rows.Keys | None
+    ) -> History:
         if not found:
             self.knowledge.forget(session_id)
             return History()
         head = found[0]
+        if self._keys is not None:
+            self._keys.saw_session(session_id, head["user_id"])
         expected, version = head["message_count"], int(head["version"])
         if head["seq"] is None:  # the outer join found a session without messages
             if expected:
@@ -436,13 +503,22 @@ class PostgresStorage(Store):
                 "or their positions have gaps",
                 session_id=session_id,
             )
-        loaded = History(rows_to_messages(found, session_id=session_id))
+        opened = rows.open_messages(found, keys, session_id)
+        loaded = History(rows_to_messages(opened, session_id=session_id))
         # Building thousands of objects: the collector would scan them all, for nothing
         # (none of them is garbage yet).  Nothing here awaits, so the pause delays no one.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            known = rows.known_after_load(version, found, loaded, head["content_hash"])
+            if self._keys is None:
+                known = rows.known_after_load(version, opened, loaded, head["content_hash"])
+            elif found and found[-1][rows.KEY_ID] is not None and keys is not None:
+                last_key = keys[found[-1][rows.KEY_ID]]
+                known = rows.known_after_load(
+                    version, opened, loaded, head["content_hash"], last_key
+                )
+            else:  # plaintext rows, encryption on: the next save checks them one by one
+                known = Known(version, len(found), head["content_hash"])
         finally:
             if collecting:
                 gc.enable()
@@ -475,9 +551,10 @@ class PostgresStorage(Store):
         token_count: int | None,
         expected: int | None,
     ) -> Summary:
+        key = await self._session_key(session_id, None)
         async with self._connections.call("save_summary", conflict_on_duplicate=True) as driver:
             return await documents.insert_summary(
-                driver, session_id, text, covers_until, token_count, expected
+                driver, session_id, text, covers_until, token_count, expected, key
             )
 
     async def _load_summary(self, session_id: str, summary_version: int | None) -> Summary | None:
@@ -493,44 +570,59 @@ class PostgresStorage(Store):
                 sid=session_id,
                 summary_version=summary_version,
             )
-        return rows.summary_from_row(row, session_id) if row is not None else None
+        if row is None:
+            return None
+        keys = await self._keys_for({row["key_id"]} - {None})
+        return rows.summary_from_row(row, session_id, keys)
 
     # -- consultation state -------------------------------------------------------------------
 
     async def _save_state(
         self, session_id: str, state: ConsultationState, expected: int | None
     ) -> int:
+        key = await self._session_key(session_id, None)
         async with self._connections.call("save_state", conflict_on_duplicate=True) as driver:
-            return await documents.write_state(driver, session_id, state, expected)
+            return await documents.write_state(driver, session_id, state, expected, key)
 
     async def _load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
         row = await self._connections.read(
             "load_state", "fetchrow", sql.CURRENT_STATE, sid=session_id
         )
-        return rows.state_from_row(row, session_id) if row is not None else None
+        if row is None:
+            return None
+        return rows.state_from_row(row, session_id, await self._keys_for({row["key_id"]} - {None}))
 
     async def _state_history(self, session_id: str) -> list[StateChange]:
         found = await self._connections.read(
             "state_history", "fetch", sql.STATE_HISTORY, sid=session_id
         )
-        return [rows.state_change_from_row(row, session_id) for row in found]
+        keys = await self._keys_for({row["key_id"] for row in found} - {None})
+        return [rows.state_change_from_row(row, session_id, keys) for row in found]
 
     # -- user profiles --------------------------------------------------------------------------
 
     async def _save_profile(self, user_id: str, profile: UserProfile, expected: int | None) -> int:
+        key = await self._user_key(user_id)
         async with self._connections.call("save_profile", conflict_on_duplicate=True) as driver:
-            return await documents.write_profile(driver, user_id, profile, expected)
+            return await documents.write_profile(driver, user_id, profile, expected, key)
 
     async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         row = await self._connections.read(
             "load_profile", "fetchrow", sql.CURRENT_PROFILE, user_id=user_id
         )
-        return rows.profile_from_row(row, user_id) if row is not None else None
+        if row is None:
+            return None
+        return rows.profile_from_row(row, user_id, await self._keys_for({row["key_id"]} - {None}))
 
     async def _erase_user(self, user_id: str) -> Erased:
         async with self._connections.call("erase user") as driver, driver.transaction():
+            # Crypto-shredding first: copies of the rows (replicas lagging, dumps taken
+            # after the last master key rotation) become unreadable with the keys.
+            shredded = await sql.ERASE_USER_KEYS.fetch(driver, user_id=user_id)
             row = await sql.ERASE_USER_SESSIONS.fetchrow(driver, user_id=user_id)
             profile = await sql.ERASE_USER_PROFILE.execute(driver, user_id=user_id)
+        if self._keys is not None:
+            self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])
         return Erased(
             session_ids=tuple(row["session_ids"]),
             messages=int(row["messages"]),
@@ -553,7 +645,9 @@ class PostgresStorage(Store):
             self._connections.call("reading the session") as driver,
             driver.transaction(isolation="repeatable_read", readonly=True),
         ):
-            yield PostgresSessionReader(driver, session_id, self.token_counter.encoding_name)
+            yield PostgresSessionReader(
+                driver, session_id, self.token_counter.encoding_name, self._keys_for
+            )
 
     async def _snapshot(self, session_id: str) -> SessionSnapshot:
         """Everything of the session from one REPEATABLE READ, read-only transaction."""
@@ -582,15 +676,21 @@ class PostgresStorage(Store):
                 if user_id is not None
                 else None
             )
-        versioned_state = rows.state_from_row(state, session_id) if state else None
-        versioned_profile = rows.profile_from_row(profile, user_id) if profile else None
+            needed = rows.sealed_key_ids(found) | {
+                key_id
+                for row in (summary, state, profile)
+                if (key_id := rows.document_key_id(row)) is not None
+            }
+            keys = await self._keys_for(needed, driver)
+        versioned_state = rows.state_from_row(state, session_id, keys) if state else None
+        versioned_profile = rows.profile_from_row(profile, user_id, keys) if profile else None
         return SessionSnapshot(
             session_id=session_id,
             exists=True,
             version=int(head["version"]),
             user_id=user_id,
-            messages=self._messages_from(found, session_id),
-            summary=rows.summary_from_row(summary, session_id) if summary else None,
+            messages=self._messages_from(found, session_id, keys),
+            summary=rows.summary_from_row(summary, session_id, keys) if summary else None,
             state=versioned_state.value if versioned_state else None,
             state_version=versioned_state.version if versioned_state else 0,
             profile=versioned_profile.value if versioned_profile else None,

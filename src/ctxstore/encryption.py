@@ -1,0 +1,277 @@
+"""Encryption at rest: AES-256-GCM under per-owner data keys, wrapped by a master key.
+
+Envelope encryption.  Each owner (a user, or a session without one) has a random 256-bit
+data key; the database holds it only wrapped (AES-256-GCM under a master key, the owner as
+associated data, so a wrapped key moved to another owner fails to unwrap).  From a data key
+HKDF derives two keys: one seals rows, one keys the HMAC-SHA256 digests that let delta saves
+compare messages without decrypting them (a plain SHA-256 would tell who wrote the same
+text, and confirm a guess of it).
+
+The master key comes from a ``KeyProvider``: ``Keyring`` reads it from an environment
+variable or a file; a cloud KMS is another provider (wrap and unwrap are its Encrypt and
+Decrypt, the owner its encryption context).  This module knows nothing of the database.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import struct
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from ctxstore.errors import CorruptDataError, EncryptionKeyError
+
+MASTER_KEYS_ENV = "CTXSTORE_MASTER_KEYS"
+MASTER_KEYS_FILE_ENV = "CTXSTORE_MASTER_KEYS_FILE"
+
+KEY_BYTES = 32
+NONCE_BYTES = 12
+_SEALED_V1 = b"\x01"  # the first byte of every sealed value: its layout
+_WRAP_AAD = b"ctxstore data key\x00"
+
+
+class KeyProvider(ABC):
+    """Where master keys live: wraps and unwraps data keys, never hands out the master key.
+
+    A KMS-backed provider implements the same three members: ``current_key_id`` names the
+    key new data keys are wrapped under (e.g. a KMS key ARN), ``wrap`` is the KMS Encrypt
+    call and ``unwrap`` its Decrypt, with ``owner`` as the encryption context.  Both may
+    do I/O; unwrapped data keys are cached by the storage, so they run rarely.  Errors:
+    ``EncryptionKeyError`` for a missing or wrong key.
+    """
+
+    @property
+    @abstractmethod
+    def current_key_id(self) -> str: ...
+
+    @abstractmethod
+    async def wrap(self, data_key: bytes, owner: str) -> tuple[str, bytes]:
+        """(master key id, wrapped data key) under the current master key."""
+
+    @abstractmethod
+    async def unwrap(self, master_key_id: str, wrapped: bytes, owner: str) -> bytes:
+        """The data key; EncryptionKeyError if the master key is unknown or wrong."""
+
+
+class Keyring(KeyProvider):
+    """Master keys held in memory: ``id:base64key[,id:base64key...]``, the first current.
+
+    Rotation: put the new key first and keep the old ones until ``ctxstore rotate-keys``
+    has re-wrapped every data key under the new one; then drop them.
+    """
+
+    def __init__(self, keys: Mapping[str, bytes]) -> None:
+        if not keys:
+            raise EncryptionKeyError("the master keyring is empty")
+        for key_id, key in keys.items():
+            if not key_id or len(key) != KEY_BYTES:
+                raise EncryptionKeyError(
+                    f"master key {key_id!r} must be {KEY_BYTES} bytes (base64 of 32 random bytes)"
+                )
+        self._keys = {key_id: AESGCM(key) for key_id, key in keys.items()}
+        self._current = next(iter(keys))
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "keyring") -> Keyring:
+        keys: dict[str, bytes] = {}
+        for number, raw in enumerate(text.replace("\n", ",").split(","), start=1):
+            entry = raw.strip()
+            if not entry:
+                continue
+            key_id, separator, encoded = entry.partition(":")
+            if not separator:
+                raise EncryptionKeyError(f"{source}: entry {number} is not id:base64key")
+            try:
+                key = base64.b64decode(encoded.strip(), validate=True)
+            except (binascii.Error, ValueError):
+                # never echo the entry: it is a secret
+                raise EncryptionKeyError(f"{source}: key {key_id!r} is not base64") from None
+            if key_id.strip() in keys:
+                raise EncryptionKeyError(f"{source}: key id {key_id!r} appears twice")
+            keys[key_id.strip()] = key
+        if not keys:
+            raise EncryptionKeyError(f"{source} holds no master key")
+        return cls(keys)
+
+    @classmethod
+    def from_environment(cls, variable: str = MASTER_KEYS_ENV) -> Keyring:
+        """From ``variable`` or, when it is unset, the file ``{variable}_FILE`` names."""
+        text = os.environ.get(variable)
+        if text:
+            return cls.parse(text, source=variable)
+        path = os.environ.get(f"{variable}_FILE")
+        if path:
+            return cls.from_file(path)
+        raise EncryptionKeyError(
+            f"encryption is on but no master key is set: set {variable} "
+            f"(id:base64key[,...]) or {variable}_FILE"
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Keyring:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise EncryptionKeyError(
+                f"cannot read the master key file {str(path)!r}: {error.strerror}"
+            ) from None
+        return cls.parse(text, source=str(path))
+
+    @staticmethod
+    def generate_entry(key_id: str) -> str:
+        """A new keyring entry ``id:base64key``."""
+        return f"{key_id}:{base64.b64encode(os.urandom(KEY_BYTES)).decode()}"
+
+    @property
+    def current_key_id(self) -> str:
+        return self._current
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return tuple(self._keys)
+
+    async def wrap(self, data_key: bytes, owner: str) -> tuple[str, bytes]:
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._keys[self._current].encrypt(nonce, data_key, _wrap_aad(owner))
+        return self._current, nonce + sealed
+
+    async def unwrap(self, master_key_id: str, wrapped: bytes, owner: str) -> bytes:
+        master = self._keys.get(master_key_id)
+        if master is None:
+            raise EncryptionKeyError(
+                f"master key {master_key_id!r} is not in the keyring (it holds "
+                f"{', '.join(repr(k) for k in self._keys)}): data keys wrapped under it "
+                "can't be opened"
+            )
+        try:
+            return master.decrypt(wrapped[:NONCE_BYTES], wrapped[NONCE_BYTES:], _wrap_aad(owner))
+        except InvalidTag:
+            raise EncryptionKeyError(
+                f"the data key of {owner!r} does not open with master key {master_key_id!r}: "
+                "wrong master key, or the wrapped key was altered"
+            ) from None
+
+
+def _wrap_aad(owner: str) -> bytes:
+    return _WRAP_AAD + owner.encode("utf-8", "surrogatepass")
+
+
+class Encryption:
+    """The opt-in setting: ``PostgresStorage.from_url(url, encryption=Encryption(keyring))``.
+
+    ``cache_seconds``: how long a process keeps using an owner's current data key before
+    asking the database again (so keys rotated elsewhere are picked up).
+    """
+
+    def __init__(self, provider: KeyProvider, *, cache_seconds: float = 60.0) -> None:
+        self.provider = provider
+        self.cache_seconds = cache_seconds
+
+    @classmethod
+    def from_environment(cls, variable: str = MASTER_KEYS_ENV) -> Encryption:
+        return cls(Keyring.from_environment(variable))
+
+
+class DataKey:
+    """An unwrapped data key: seals and opens values, and keys the message digests."""
+
+    __slots__ = ("_aead", "key_id", "mac_key", "owner")
+
+    def __init__(self, key_id: int, owner: str, material: bytes) -> None:
+        if len(material) != KEY_BYTES:
+            raise EncryptionKeyError(f"data key {key_id} has the wrong length")
+        self.key_id = key_id
+        self.owner = owner
+        self._aead = AESGCM(_derive(material, b"ctxstore seal v1"))
+        self.mac_key = _derive(material, b"ctxstore digest v1")
+
+    def seal(self, plaintext: bytes, aad: bytes) -> bytes:
+        nonce = os.urandom(NONCE_BYTES)
+        return _SEALED_V1 + nonce + self._aead.encrypt(nonce, plaintext, aad)
+
+    def open(self, sealed: bytes, aad: bytes, *, session_id: str | None = None) -> bytes:
+        """The plaintext; CorruptDataError if the value was altered or moved elsewhere."""
+        if sealed[:1] != _SEALED_V1:
+            raise CorruptDataError("sealed value of an unknown layout", session_id=session_id)
+        try:
+            return self._aead.decrypt(sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :], aad)
+        except InvalidTag:
+            raise CorruptDataError(
+                f"sealed value fails its integrity check under data key {self.key_id} "
+                "(altered, or copied from another row)",
+                session_id=session_id,
+            ) from None
+
+    def opener(self) -> Any:
+        """``decrypt(nonce, ciphertext, aad)`` of this key, for loops over many rows
+        (the caller checks the layout byte and turns InvalidTag into its error)."""
+        return self._aead.decrypt
+
+    def mac(self, digest: bytes) -> bytes:
+        """The stored form of a message digest: HMAC-SHA256 under this key's MAC key."""
+        return hmac.new(self.mac_key, digest, hashlib.sha256).digest()
+
+    def hasher(self, data: bytes = b"") -> Any:
+        """The session content hash under this key: an HMAC with hashlib's interface."""
+        return hmac.new(self.mac_key, data, hashlib.sha256)
+
+
+def _derive(material: bytes, info: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(material)
+
+
+def new_data_key() -> bytes:
+    return os.urandom(KEY_BYTES)
+
+
+# -- what a sealed row holds ----------------------------------------------------------------
+
+_LENGTH = struct.Struct(">I")
+
+
+def message_aad(session_id: str) -> bytes:
+    return b"ctxstore message\x00" + session_id.encode("utf-8", "surrogatepass")
+
+
+def document_aad(kind: str, owner_id: str) -> bytes:
+    """kind: summary, state (both per session) or profile (per user)."""
+    return f"ctxstore {kind}\x00".encode() + owner_id.encode("utf-8", "surrogatepass")
+
+
+def pack_message(content: str, metadata: dict[str, Any] | None, core_digest: bytes) -> bytes:
+    """Core digest (32 bytes, so loads need not recompute it), then 0 and the content, or
+    1, the content's length, the content and the metadata JSON."""
+    text = content.encode("utf-8", "surrogatepass")
+    if not metadata:
+        return core_digest + b"\x00" + text
+    tail = json.dumps(metadata, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return core_digest + b"\x01" + _LENGTH.pack(len(text)) + text + tail
+
+
+def unpack_message(plain: bytes, session_id: str) -> tuple[str, dict[str, Any] | None, bytes]:
+    try:
+        if plain[32] == 0:
+            return plain[33:].decode("utf-8", "surrogatepass"), None, plain[:32]
+        (length,) = _LENGTH.unpack_from(plain, 33)
+        end = 37 + length
+        content = plain[37:end].decode("utf-8", "surrogatepass")
+        metadata = json.loads(plain[end:])
+    except (IndexError, struct.error, UnicodeDecodeError, ValueError) as error:
+        raise CorruptDataError(
+            f"sealed message is malformed: {error}", session_id=session_id
+        ) from None
+    if not isinstance(metadata, dict):
+        raise CorruptDataError("sealed message metadata is not an object", session_id=session_id)
+    return content, metadata, plain[:32]

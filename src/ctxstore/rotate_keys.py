@@ -1,0 +1,327 @@
+"""``ctxstore rotate-keys``: re-wrap data keys under the current master key, online.
+
+Re-wrapping touches ``data_keys`` only: batches of keys wrapped under another master key,
+locked with SKIP LOCKED (a concurrent run takes other rows), unwrapped with their master
+key and wrapped again under the current one.  A rerun continues with what is left.
+
+``--reencrypt`` also replaces the data keys themselves.  A rotation starts by retiring
+every current key (writers then create fresh ones; a writer still holding a retired key in
+its cache seals under it for up to ``Encryption.cache_seconds``).  Then, session by
+session (SKIP LOCKED: sessions being written wait for the next run), every row sealed
+under a retired key, or still in plaintext, is sealed again under the owner's current
+key; then the profiles; last, retired keys no row refers to are deleted.  While retired
+keys remain, a rerun continues that rotation instead of starting another.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ctxstore.db.errors import translated
+from ctxstore.encryption import (
+    DataKey,
+    Encryption,
+    KeyProvider,
+    document_aad,
+    message_aad,
+    pack_message,
+)
+from ctxstore.models import full_digest
+from ctxstore.progress import Progress
+from ctxstore.storage.postgres import rows
+from ctxstore.storage.postgres.keys import DataKeys, session_owner, user_owner
+from ctxstore.storage.postgres.statement import Driver, Statement
+
+COUNT_TO_REWRAP = Statement(
+    "count keys to re-wrap", "SELECT count(*) FROM data_keys WHERE master_key_id <> :current"
+)
+REWRAP_BATCH = Statement(
+    "keys to re-wrap",
+    """
+SELECT key_id, owner, master_key_id, wrapped FROM data_keys
+ WHERE master_key_id <> :current ORDER BY key_id LIMIT :batch_size FOR UPDATE SKIP LOCKED""",
+)
+REWRAP = Statement(
+    "re-wrap key",
+    "UPDATE data_keys SET master_key_id = :master_key_id, wrapped = :wrapped WHERE key_id = :id",
+)
+ANY_RETIRED = Statement(
+    "any retired key", "SELECT EXISTS (SELECT FROM data_keys WHERE retired_at IS NOT NULL)"
+)
+RETIRE_ALL = Statement(
+    "retire keys", "UPDATE data_keys SET retired_at = now() WHERE retired_at IS NULL"
+)
+
+_STALE = (
+    "(t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL))"
+)
+_SESSION_TABLES = ("messages", "summaries", "consultation_states", "consultation_state_history")
+_SESSION_NEEDS_WORK = " OR ".join(
+    f"EXISTS (SELECT FROM {table} AS t WHERE t.session_id = s.session_id AND {_STALE})"
+    for table in _SESSION_TABLES
+)
+COUNT_SESSIONS = Statement(
+    "count sessions to re-encrypt",
+    f"SELECT count(*) FROM sessions AS s WHERE {_SESSION_NEEDS_WORK}",
+)
+SESSIONS_BATCH = Statement(
+    "sessions to re-encrypt",
+    f"""
+SELECT s.session_id, s.user_id FROM sessions AS s
+ WHERE s.session_id > :after AND ({_SESSION_NEEDS_WORK})
+ ORDER BY s.session_id LIMIT :batch_size FOR UPDATE OF s SKIP LOCKED""",
+)
+SESSION_MESSAGES = Statement(
+    "messages to re-encrypt",
+    """
+SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version,
+       key_id, sealed FROM messages WHERE session_id = :sid ORDER BY seq""",
+)
+RESEAL_MESSAGES = Statement(
+    "re-seal messages",
+    """
+UPDATE messages AS t SET content = '', metadata = NULL, digest = m.digest,
+       key_id = :key_id, sealed = m.sealed
+  FROM unnest((:seqs)::int[], (:digests)::bytea[], (:sealed)::bytea[]) AS m(seq, digest, sealed)
+ WHERE t.session_id = :sid AND t.seq = m.seq""",
+)
+SET_CONTENT_HASH = Statement(
+    "set content hash", "UPDATE sessions SET content_hash = :hash WHERE session_id = :sid"
+)
+SESSION_SUMMARIES = Statement(
+    "summaries to re-encrypt",
+    f"""
+SELECT summary_version, text, key_id, sealed, format_version, covers_until, token_count,
+       created_at FROM summaries AS t WHERE t.session_id = :sid AND {_STALE}""",
+)
+RESEAL_SUMMARY = Statement(
+    "re-seal summary",
+    """
+UPDATE summaries SET text = '', key_id = :key_id, sealed = :sealed
+ WHERE session_id = :sid AND summary_version = :version""",
+)
+
+
+def _state_statements(table: str) -> tuple[Statement, Statement]:
+    read = Statement(
+        f"{table} to re-encrypt",
+        f"""
+SELECT version, document, key_id, sealed FROM {table} AS t
+ WHERE t.session_id = :sid AND {_STALE}""",
+    )
+    write = Statement(
+        f"re-seal {table}",
+        f"""
+UPDATE {table} SET document = 'null'::jsonb, key_id = :key_id, sealed = :sealed
+ WHERE session_id = :sid AND version = :version""",
+    )
+    return read, write
+
+
+STATE_STATEMENTS = {
+    table: _state_statements(table)
+    for table in ("consultation_states", "consultation_state_history")
+}
+PROFILES_BATCH = Statement(
+    "profiles to re-encrypt",
+    f"""
+SELECT user_id, document, key_id, sealed FROM user_profiles AS t
+ WHERE user_id > :after AND {_STALE}
+ ORDER BY user_id LIMIT :batch_size FOR UPDATE SKIP LOCKED""",
+)
+RESEAL_PROFILE = Statement(
+    "re-seal profile",
+    """
+UPDATE user_profiles SET document = 'null'::jsonb, age = NULL, gender = NULL,
+       exercise_habit = NULL, known_limitations = '{}', key_id = :key_id, sealed = :sealed
+ WHERE user_id = :user_id""",
+)
+DELETE_UNUSED_RETIRED = Statement(
+    "delete unused retired keys",
+    """
+DELETE FROM data_keys AS d WHERE retired_at IS NOT NULL
+   AND NOT EXISTS (SELECT FROM messages WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM summaries WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM consultation_states WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM consultation_state_history WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM user_profiles WHERE key_id = d.key_id)
+RETURNING key_id""",
+)
+COUNT_RETIRED = Statement(
+    "count retired keys", "SELECT count(*) FROM data_keys WHERE retired_at IS NOT NULL"
+)
+
+
+@dataclass
+class RotationReport:
+    rewrapped: int = 0
+    sessions: int = 0
+    profiles: int = 0
+    rows: int = 0
+    keys_deleted: int = 0
+    keys_left: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    reencrypt: bool = False
+
+    def summary(self) -> str:
+        text = f"re-wrapped {self.rewrapped:,} data keys under the current master key"
+        if self.reencrypt:
+            text += (
+                f"; re-encrypted {self.rows:,} rows of {self.sessions:,} sessions and "
+                f"{self.profiles:,} profiles under fresh data keys; deleted "
+                f"{self.keys_deleted:,} retired keys"
+            )
+            if self.keys_left:
+                text += f" ({self.keys_left:,} still in use: run again)"
+        return f"{text}, {self.batches:,} batches, {self.seconds:.1f} s"
+
+
+async def rotate_keys(
+    driver: Driver,
+    encryption: Encryption,
+    *,
+    batch_size: int = 100,
+    reencrypt: bool = False,
+    show: bool = True,
+) -> RotationReport:
+    report = RotationReport(reencrypt=reencrypt)
+    started = time.monotonic()
+    keys = DataKeys(Encryption(encryption.provider, cache_seconds=0.0))
+    with translated("rotate-keys"):
+        await _rewrap(driver, encryption.provider, batch_size, report, show)
+        if reencrypt:
+            if not await ANY_RETIRED.fetchval(driver):
+                await RETIRE_ALL.execute(driver)
+            await _reencrypt_sessions(driver, keys, batch_size, report, show)
+            await _reencrypt_profiles(driver, keys, batch_size, report)
+            report.keys_deleted = len(await DELETE_UNUSED_RETIRED.fetch(driver))
+            report.keys_left = int(await COUNT_RETIRED.fetchval(driver))
+    report.seconds = time.monotonic() - started
+    return report
+
+
+async def _rewrap(
+    driver: Driver, provider: KeyProvider, batch_size: int, report: RotationReport, show: bool
+) -> None:
+    current = provider.current_key_id
+    total = int(await COUNT_TO_REWRAP.fetchval(driver, current=current))
+    progress = Progress("re-wrapping data keys", total) if show else None
+    while True:
+        async with driver.transaction():
+            found = await REWRAP_BATCH.fetch(driver, current=current, batch_size=batch_size)
+            for row in found:
+                material = await provider.unwrap(row["master_key_id"], row["wrapped"], row["owner"])
+                master_key_id, wrapped = await provider.wrap(material, row["owner"])
+                await REWRAP.execute(
+                    driver, id=row["key_id"], master_key_id=master_key_id, wrapped=wrapped
+                )
+        if not found:
+            break
+        report.batches += 1
+        report.rewrapped += len(found)
+        if progress:
+            progress.advance(len(found))
+    if progress:
+        progress.finish()
+
+
+async def _reencrypt_sessions(
+    driver: Driver, keys: DataKeys, batch_size: int, report: RotationReport, show: bool
+) -> None:
+    progress = Progress("re-encrypting sessions", int(await COUNT_SESSIONS.fetchval(driver)))
+    after = ""
+    while True:
+        async with driver.transaction():
+            batch = await SESSIONS_BATCH.fetch(driver, after=after, batch_size=batch_size)
+            for session in batch:
+                sid = session["session_id"]
+                owner = user_owner(session["user_id"]) if session["user_id"] else session_owner(sid)
+                key = await keys.current(driver, owner)
+                report.rows += await _reseal_session(driver, keys, key, sid)
+        if not batch:
+            break
+        after = batch[-1]["session_id"]
+        report.batches += 1
+        report.sessions += len(batch)
+        if show:
+            progress.advance(len(batch))
+    if show:
+        progress.finish()
+
+
+async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str) -> int:
+    """Seal every message, summary and state row of ``sid`` under ``key``; rows resealed."""
+    found = await SESSION_MESSAGES.fetch(driver, sid=sid)
+    opened = rows.open_messages(found, await keys.load(driver, rows.sealed_key_ids(found)), sid)
+    aad, seqs, digests, sealed, full = message_aad(sid), [], [], [], []
+    for row in opened:
+        seq, content, metadata, core = row[0], row[2], row[7], row[8]
+        if row[9] != 2 or (metadata is not None and not isinstance(metadata, dict)):
+            continue  # a legacy row: upgrade-data first, this leaves it as it is
+        whole = full_digest(core, metadata)
+        full.append(whole)
+        seqs.append(seq)
+        digests.append(key.mac(whole))
+        sealed.append(key.seal(pack_message(content, metadata, core), aad))
+    if seqs:
+        await RESEAL_MESSAGES.execute(
+            driver, sid=sid, key_id=key.key_id, seqs=seqs, digests=digests, sealed=sealed
+        )
+        if len(seqs) == len(opened):
+            await SET_CONTENT_HASH.execute(
+                driver, sid=sid, hash=key.hasher(b"".join(full)).digest()
+            )
+    count = len(seqs)
+    summaries = await SESSION_SUMMARIES.fetch(driver, sid=sid)
+    loaded = await keys.load(driver, {r["key_id"] for r in summaries if r["key_id"] is not None})
+    for row in summaries:
+        text = rows.summary_from_row(row, sid, loaded).text
+        value = key.seal(text.encode("utf-8", "surrogatepass"), document_aad("summary", sid))
+        await RESEAL_SUMMARY.execute(
+            driver, sid=sid, version=row["summary_version"], key_id=key.key_id, sealed=value
+        )
+        count += 1
+    for read, write in STATE_STATEMENTS.values():
+        for row in await read.fetch(driver, sid=sid):
+            document = await _document(driver, keys, row, "state", sid)
+            value = key.seal(document, document_aad("state", sid))
+            await write.execute(
+                driver, sid=sid, version=row["version"], key_id=key.key_id, sealed=value
+            )
+            count += 1
+    return count
+
+
+async def _document(driver: Driver, keys: DataKeys, row: Any, kind: str, owner_id: str) -> bytes:
+    if row["key_id"] is None:
+        return json.dumps(row["document"], ensure_ascii=False).encode("utf-8")
+    old = (await keys.load(driver, {row["key_id"]}))[row["key_id"]]
+    session_id = owner_id if kind != "profile" else None
+    return old.open(row["sealed"], document_aad(kind, owner_id), session_id=session_id)
+
+
+async def _reencrypt_profiles(
+    driver: Driver, keys: DataKeys, batch_size: int, report: RotationReport
+) -> None:
+    after = ""
+    while True:
+        async with driver.transaction():
+            batch = await PROFILES_BATCH.fetch(driver, after=after, batch_size=batch_size)
+            for row in batch:
+                user_id = row["user_id"]
+                key = await keys.current(driver, user_owner(user_id))
+                document = await _document(driver, keys, row, "profile", user_id)
+                value = key.seal(document, document_aad("profile", user_id))
+                await RESEAL_PROFILE.execute(
+                    driver, user_id=user_id, key_id=key.key_id, sealed=value
+                )
+        if not batch:
+            break
+        after = batch[-1]["user_id"]
+        report.batches += 1
+        report.profiles += len(batch)
+        report.rows += len(batch)

@@ -1,0 +1,144 @@
+"""Data keys of the PostgreSQL backend: created on first use, unwrapped once, cached.
+
+An owner's current key is cached for ``Encryption.cache_seconds`` (so a key replaced by
+``rotate-keys --reencrypt`` elsewhere is picked up); a key by id for the process's life,
+until this process erases it.  Another process may hold an erased key until it restarts:
+it can only open rows it still reads from the database, and those are gone with the key.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from ctxstore.encryption import DataKey, Encryption, KeyProvider, new_data_key
+from ctxstore.errors import EncryptionKeyError
+from ctxstore.storage.postgres.statement import Driver, Statement
+
+CURRENT_DATA_KEY = Statement(
+    "current data key",
+    """
+SELECT key_id, owner, master_key_id, wrapped FROM data_keys
+ WHERE owner = :owner AND retired_at IS NULL""",
+)
+
+# Two writers of a new owner race here: the partial unique index lets one win; the other
+# reads the winner's key.
+CREATE_DATA_KEY = Statement(
+    "create data key",
+    """
+INSERT INTO data_keys (owner, master_key_id, wrapped) VALUES (:owner, :master_key_id, :wrapped)
+ON CONFLICT (owner) WHERE retired_at IS NULL DO NOTHING
+RETURNING key_id, owner, master_key_id, wrapped""",
+)
+
+DATA_KEYS_BY_ID = Statement(
+    "data keys by id",
+    "SELECT key_id, owner, master_key_id, wrapped FROM data_keys WHERE key_id = ANY(:ids)",
+)
+
+SESSION_USER = Statement("session user", "SELECT user_id FROM sessions WHERE session_id = :sid")
+
+
+def user_owner(user_id: str) -> str:
+    return f"u:{user_id}"
+
+
+def session_owner(session_id: str) -> str:
+    return f"s:{session_id}"
+
+
+class DataKeys:
+    def __init__(self, encryption: Encryption) -> None:
+        self.provider: KeyProvider = encryption.provider
+        self._ttl = encryption.cache_seconds
+        self._by_id: dict[int, DataKey] = {}
+        self._current: dict[str, tuple[float, DataKey]] = {}
+        #: The owner of a session's new rows when a write does not name its user.
+        self._session_owners: dict[str, str] = {}
+
+    @property
+    def loaded(self) -> dict[int, DataKey]:
+        return self._by_id
+
+    async def unwrap(self, row: Any) -> DataKey:
+        key_id = int(row["key_id"])
+        found = self._by_id.get(key_id)
+        if found is None:
+            material = await self.provider.unwrap(
+                row["master_key_id"], row["wrapped"], row["owner"]
+            )
+            found = self._by_id[key_id] = DataKey(key_id, row["owner"], material)
+        return found
+
+    async def current(self, driver: Driver, owner: str) -> DataKey:
+        """The owner's current key, created (wrapped under the current master key) if none."""
+        cached = self._current.get(owner)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < self._ttl:
+            return cached[1]
+        row = await CURRENT_DATA_KEY.fetchrow(driver, owner=owner)
+        if row is None:
+            master_key_id, wrapped = await self.provider.wrap(new_data_key(), owner)
+            row = await CREATE_DATA_KEY.fetchrow(
+                driver, owner=owner, master_key_id=master_key_id, wrapped=wrapped
+            )
+            if row is None:
+                row = await CURRENT_DATA_KEY.fetchrow(driver, owner=owner)
+        key = await self.unwrap(row)
+        self._current[owner] = (now, key)
+        return key
+
+    def cached_owner(self, session_id: str, user_id: str | None) -> str | None:
+        if user_id is not None:
+            return user_owner(user_id)
+        return self._session_owners.get(session_id)
+
+    def saw_session(self, session_id: str, user_id: str | None) -> None:
+        self._session_owners[session_id] = (
+            user_owner(user_id) if user_id is not None else session_owner(session_id)
+        )
+
+    async def for_session(self, driver: Driver, session_id: str, user_id: str | None) -> DataKey:
+        """The key a write to the session seals with: its user's, else the session's own."""
+        owner = self.cached_owner(session_id, user_id)
+        if owner is None:
+            stored_user = await SESSION_USER.fetchval(driver, sid=session_id)
+            self.saw_session(session_id, stored_user)
+            owner = self._session_owners[session_id]
+        elif user_id is not None:
+            self._session_owners[session_id] = owner
+        return await self.current(driver, owner)
+
+    async def load(self, driver: Driver, key_ids: Iterable[int]) -> dict[int, DataKey]:
+        """Every key of ``key_ids`` unwrapped; EncryptionKeyError naming any that is gone."""
+        missing = [key_id for key_id in key_ids if key_id not in self._by_id]
+        if missing:
+            for row in await DATA_KEYS_BY_ID.fetch(driver, ids=missing):
+                await self.unwrap(row)
+            gone = sorted(key_id for key_id in missing if key_id not in self._by_id)
+            if gone:
+                raise EncryptionKeyError(
+                    f"data key(s) {', '.join(map(str, gone))} no longer exist: what was "
+                    "sealed under them was erased (crypto-shredded) and can't be read"
+                )
+        return self._by_id
+
+    def peek(self, session_id: str, user_id: str | None) -> DataKey | None:
+        """The session's key from the cache alone (None: ask ``for_session``)."""
+        owner = self.cached_owner(session_id, user_id)
+        cached = self._current.get(owner) if owner is not None else None
+        if cached is None or time.monotonic() - cached[0] >= self._ttl:
+            return None
+        return cached[1]
+
+    def forget(self, key_ids: Iterable[int], owners: Iterable[str]) -> None:
+        for key_id in key_ids:
+            self._by_id.pop(key_id, None)
+        gone = set(owners)
+        for owner in gone:
+            self._current.pop(owner, None)
+        for session_id, owner in list(self._session_owners.items()):
+            if owner in gone:
+                del self._session_owners[session_id]

@@ -1,0 +1,316 @@
+"""Encryption at rest on the real PostgreSQL: what the tables hold, and what still works."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import URL
+
+from ctxstore import ContextManager, Message, PostgresStorage, TokenBudget
+from ctxstore.encryption import Encryption, KeyProvider, Keyring
+from ctxstore.errors import CorruptDataError, EncryptionKeyError
+from ctxstore.models import ConsultationState, UserProfile
+from ctxstore.rotate_keys import rotate_keys
+from ctxstore.storage.postgres import rows
+
+pytestmark = pytest.mark.asyncio
+
+SECRET = "HIV阳性，不想让家人知道"
+META_SECRET = "clinic-7731"
+
+
+def conversation(count: int = 4, tag: str = "") -> list[Message]:
+    return [
+        Message(
+            role="user" if i % 2 == 0 else "assistant",
+            content=f"{SECRET} {tag} #{i}",
+            turn_id=f"t{i}",
+            timestamp="2026-11-29T08:15:02.123+08:00",
+            metadata={"source": META_SECRET} if i == 1 else {},
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.fixture
+def master() -> bytes:
+    return os.urandom(32)
+
+
+@pytest.fixture
+def keyring(master: bytes) -> Keyring:
+    return Keyring({"k1": master})
+
+
+@pytest.fixture
+async def sealed(database_url: URL, keyring: Keyring) -> AsyncIterator[PostgresStorage]:
+    async with PostgresStorage.from_url(database_url, encryption=Encryption(keyring)) as storage:
+        yield storage
+
+
+async def raw(storage: PostgresStorage, query: str, *args: Any) -> list[Any]:
+    """As the test's superuser, beside the store."""
+    async with storage.driver() as driver:
+        return list(await driver.fetch(query, *args))
+
+
+async def everything_as_text(storage: PostgresStorage) -> str:
+    tables = ["messages", "summaries", "consultation_states", "consultation_state_history"]
+    found = [
+        await raw(storage, f"SELECT t::text FROM {t} AS t") for t in [*tables, "user_profiles"]
+    ]
+    return "\n".join(row[0] for rows_ in found for row in rows_)
+
+
+async def test_rows_are_ciphertext_and_read_back_exactly(sealed: PostgresStorage) -> None:
+    messages = conversation()
+    await sealed.save("s1", messages, user_id="alice")
+    await sealed.save_summary("s1", f"总结：{SECRET}", covers_until=1)
+    # the typed analytics columns stay plaintext; the rest of the document is sealed
+    state = ConsultationState(stage="triage", chief_complaint="knee", last_question=SECRET)
+    await sealed.save_state("s1", state)
+    profile = UserProfile(age=34, gender="female", known_limitations=[SECRET])
+    await sealed.save_profile("alice", profile)
+
+    stored = await everything_as_text(sealed)
+    assert SECRET not in stored and META_SECRET not in stored
+    assert (
+        "34"
+        not in "".join(str(r) for r in await raw(sealed, "SELECT age, gender FROM user_profiles"))
+        and "female" not in stored
+    )
+    # the analytics columns of the state stay readable in SQL
+    assert (await raw(sealed, "SELECT stage, chief_complaint FROM consultation_states"))[0][
+        0
+    ] == "triage"
+    assert all(
+        r["key_id"] is not None and r["content"] == "" and r["metadata"] is None
+        for r in await raw(sealed, "SELECT key_id, content, metadata FROM messages")
+    )
+
+    async with PostgresStorage.from_url(
+        sealed.engine.url, encryption=sealed_encryption(sealed)
+    ) as cold:
+        assert await cold.load("s1") == messages
+        assert (await cold.load_summary("s1")).text == f"总结：{SECRET}"  # type: ignore[union-attr]
+        assert (await cold.load_state("s1")).value == state  # type: ignore[union-attr]
+        assert (await cold.load_profile("alice")).value == profile  # type: ignore[union-attr]
+        snapshot = await cold.snapshot("s1")
+        assert snapshot.messages == messages and snapshot.profile == profile
+        assert [c.state for c in await cold.state_history("s1")] == [state]
+
+
+def sealed_encryption(storage: PostgresStorage) -> Encryption:
+    assert storage.data_keys is not None
+    return Encryption(storage.data_keys.provider)
+
+
+async def test_stored_digests_are_keyed_per_user(sealed: PostgresStorage) -> None:
+    same = [Message(role="user", content=SECRET)]
+    await sealed.save("a", same, user_id="alice")
+    await sealed.save("b", same, user_id="bob")
+    found = {r["session_id"]: r["digest"] for r in await raw(sealed, "SELECT * FROM messages")}
+    assert found["a"] != found["b"]
+    assert same[0].core_digest() not in found.values()
+    hashes = [r[0] for r in await raw(sealed, "SELECT content_hash FROM sessions")]
+    assert hashes[0] != hashes[1]
+
+
+async def test_delta_saves_write_only_new_rows(sealed: PostgresStorage) -> None:
+    messages = conversation(6)
+    await sealed.save("s", messages[:4], user_id="alice")
+    before = {r["seq"]: r["sealed"] for r in await raw(sealed, "SELECT seq, sealed FROM messages")}
+    await sealed.save("s", messages[:5], user_id="alice")  # this process knows the session
+    async with PostgresStorage.from_url(
+        sealed.engine.url, encryption=sealed_encryption(sealed)
+    ) as cold:
+        await cold.save("s", messages, user_id="alice")  # another that doesn't: locked path
+        assert await cold.load("s") == messages
+    after = {r["seq"]: r["sealed"] for r in await raw(sealed, "SELECT seq, sealed FROM messages")}
+    assert [after[i] for i in range(4)] == [before[i] for i in range(4)]
+    assert len(after) == 6
+    edited = [*messages[:2], Message(role="user", content="改了")]
+    await sealed.save("s", edited, user_id="alice")
+    final = {r["seq"]: r["sealed"] for r in await raw(sealed, "SELECT seq, sealed FROM messages")}
+    assert [final[0], final[1]] == [before[0], before[1]] and len(final) == 3
+    assert await sealed.load("s") == edited
+
+
+async def test_context_windows_read_sealed_messages(sealed: PostgresStorage) -> None:
+    messages = conversation(40)
+    await sealed.append("w", messages, user_id="alice")
+    await sealed.append("w", [Message(role="user", content="最后一句")])
+    window = await ContextManager(sealed).get_context("w", TokenBudget(200))
+    assert window.messages and window.messages[-1].content == "最后一句"
+    assert all(m in [*messages, Message(role="user", content="最后一句")] for m in window.messages)
+    async with sealed.reader("w") as reader:
+        assert await reader.span(0, 3) == messages[:3]
+        count, tokens = await reader.token_total(-1)
+        assert count == 41 and tokens > 0
+
+
+async def test_plaintext_rows_stay_readable_and_new_ones_are_sealed(
+    database_url: URL, keyring: Keyring
+) -> None:
+    old = conversation(3, "old")
+    async with PostgresStorage.from_url(database_url) as plain:
+        await plain.save("p", old, user_id="alice")
+        await plain.save_state("p", ConsultationState(stage="triage"))
+    async with PostgresStorage.from_url(database_url, encryption=Encryption(keyring)) as sealed:
+        assert await sealed.load("p") == old
+        new = [*old, *conversation(2, "new")]
+        await sealed.save("p", new, user_id="alice")
+        assert await sealed.load("p") == new
+        keys = [r[0] for r in await raw(sealed, "SELECT key_id FROM messages ORDER BY seq")]
+        assert keys[:3] == [None] * 3 and None not in keys[3:]
+        assert (await sealed.load_state("p")).value.stage == "triage"  # type: ignore[union-attr]
+    async with PostgresStorage.from_url(database_url) as off:
+        with pytest.raises(EncryptionKeyError, match="encryption"):
+            await off.load("p")
+
+
+async def test_wrong_or_missing_master_key_is_a_clear_error(
+    sealed: PostgresStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await sealed.save("s", conversation(), user_id="alice")
+    await sealed.save_profile("alice", UserProfile(age=30))
+    wrong = Encryption(Keyring({"k1": os.urandom(32)}))
+    async with PostgresStorage.from_url(sealed.engine.url, encryption=wrong) as other:
+        with pytest.raises(EncryptionKeyError, match="does not open with master key 'k1'"):
+            await other.load("s")
+        with pytest.raises(EncryptionKeyError):
+            await other.load_profile("alice")
+    unknown = Encryption(Keyring({"k9": os.urandom(32)}))
+    async with PostgresStorage.from_url(sealed.engine.url, encryption=unknown) as other:
+        with pytest.raises(EncryptionKeyError, match="'k1' is not in the keyring"):
+            await other.snapshot("s")
+    monkeypatch.delenv("CTXSTORE_MASTER_KEYS", raising=False)
+    monkeypatch.delenv("CTXSTORE_MASTER_KEYS_FILE", raising=False)
+    with pytest.raises(EncryptionKeyError, match="CTXSTORE_MASTER_KEYS"):
+        Encryption.from_environment()
+
+
+async def test_tampered_ciphertext_names_the_session(sealed: PostgresStorage) -> None:
+    await sealed.save("victim", conversation(), user_id="alice")
+    await sealed.save("other", conversation(2, "x"), user_id="alice")
+    await raw(
+        sealed,
+        "UPDATE messages SET sealed = set_byte(sealed, 20, get_byte(sealed, 20) # 1) "
+        "WHERE session_id = 'victim' AND seq = 2",
+    )
+    async with PostgresStorage.from_url(
+        sealed.engine.url, encryption=sealed_encryption(sealed)
+    ) as cold:
+        with pytest.raises(CorruptDataError, match="victim"):
+            await cold.load("victim")
+        # a row moved from another session of the same user fails too (bound to its session)
+        await raw(
+            sealed,
+            "UPDATE messages SET sealed = (SELECT sealed FROM messages WHERE session_id = 'other'"
+            " AND seq = 0) WHERE session_id = 'victim' AND seq = 2",
+        )
+        with pytest.raises(CorruptDataError, match="victim"):
+            await cold.load("victim")
+
+
+async def test_erasure_shreds_the_keys_of_copied_rows(sealed: PostgresStorage) -> None:
+    await sealed.save("anon", conversation(2, "before login"))  # a session key, no user yet
+    await sealed.save("s", conversation(), user_id="alice")
+    await sealed.save("anon", conversation(3, "before login"), user_id="alice")
+    await sealed.save("bob", conversation(), user_id="bob")
+    copied = await raw(
+        sealed,
+        "SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, "
+        "m.digest, m.format_version, m.key_id, m.sealed, m.session_id FROM messages AS m "
+        "JOIN sessions USING (session_id) WHERE user_id = 'alice' ORDER BY session_id, seq",
+    )
+    assert len({r["key_id"] for r in copied}) == 2  # the user's key and the session's own
+    # before the erasure the store's decryption path opens the copy
+    keys = await sealed._keys_for(rows.sealed_key_ids(copied))
+    assert rows.open_messages([r for r in copied if r["session_id"] == "s"], keys, "s")
+    await sealed.erase_user("alice")
+    assert await raw(sealed, "SELECT owner FROM data_keys") == [("u:bob",)]
+    async with PostgresStorage.from_url(
+        sealed.engine.url, encryption=sealed_encryption(sealed)
+    ) as cold:
+        for storage in (sealed, cold):  # this process forgot them; a new one never had them
+            with pytest.raises(EncryptionKeyError, match="crypto-shredded"):
+                await storage._keys_for(rows.sealed_key_ids(copied))
+        assert await cold.load("bob") == conversation()
+
+
+class FailingAfter(KeyProvider):
+    """A keyring that fails after ``budget`` wraps: an interrupted run."""
+
+    def __init__(self, inner: Keyring, budget: int) -> None:
+        self.inner, self.budget = inner, budget
+
+    @property
+    def current_key_id(self) -> str:
+        return self.inner.current_key_id
+
+    async def wrap(self, data_key: bytes, owner: str) -> tuple[str, bytes]:
+        if self.budget <= 0:
+            raise EncryptionKeyError("interrupted")
+        self.budget -= 1
+        return await self.inner.wrap(data_key, owner)
+
+    async def unwrap(self, master_key_id: str, wrapped: bytes, owner: str) -> bytes:
+        return await self.inner.unwrap(master_key_id, wrapped, owner)
+
+
+async def test_rotate_keys_rewraps_resumably(sealed: PostgresStorage, master: bytes) -> None:
+    for i in range(5):
+        await sealed.save(f"s{i}", conversation(2, str(i)), user_id=f"user{i}")
+    new = os.urandom(32)
+    rotated = Keyring({"k2": new, "k1": master})
+    async with sealed.driver() as driver:
+        with pytest.raises(EncryptionKeyError, match="interrupted"):
+            await rotate_keys(
+                driver, Encryption(FailingAfter(rotated, 2)), batch_size=1, show=False
+            )
+        masters = [r[0] for r in await driver.fetch("SELECT master_key_id FROM data_keys")]
+        assert sorted(masters) == ["k1", "k1", "k1", "k2", "k2"]
+        report = await rotate_keys(driver, Encryption(rotated), batch_size=2, show=False)
+    assert report.rewrapped == 3 and "re-wrapped 3 data keys" in report.summary()
+    only_new = Keyring({"k2": new})
+    async with PostgresStorage.from_url(sealed.engine.url, encryption=Encryption(only_new)) as cold:
+        for i in range(5):
+            assert await cold.load(f"s{i}") == conversation(2, str(i))
+
+
+async def test_rotate_keys_reencrypts_under_fresh_keys(database_url: URL, keyring: Keyring) -> None:
+    async with PostgresStorage.from_url(database_url) as plain:
+        await plain.save("legacy", conversation(2, "plain"), user_id="alice")
+        await plain.save_profile("alice", UserProfile(age=40))
+    encryption = Encryption(keyring)
+    async with PostgresStorage.from_url(database_url, encryption=encryption) as sealed:
+        for i in range(3):
+            await sealed.save(f"s{i}", conversation(3, str(i)), user_id=f"user{i}")
+            await sealed.save_summary(f"s{i}", f"总结 {i}", covers_until=0)
+            await sealed.save_state(f"s{i}", ConsultationState(stage="triage"))
+        before = {r[0] for r in await raw(sealed, "SELECT key_id FROM data_keys")}
+        async with sealed.driver() as driver:
+            report = await rotate_keys(driver, encryption, batch_size=2, reencrypt=True, show=False)
+        assert report.sessions == 4 and report.profiles == 1 and report.keys_left == 0
+        assert report.keys_deleted == len(before)
+        after = {r[0] for r in await raw(sealed, "SELECT key_id FROM data_keys")}
+        assert not before & after
+        assert SECRET not in await everything_as_text(sealed)
+        stale = await raw(
+            sealed, "SELECT count(*) FROM messages WHERE NOT key_id = ANY($1)", list(after)
+        )
+        assert stale[0][0] == 0
+    async with PostgresStorage.from_url(database_url, encryption=Encryption(keyring)) as cold:
+        assert await cold.load("legacy") == conversation(2, "plain")
+        assert (await cold.load_profile("alice")).value.age == 40  # type: ignore[union-attr]
+        for i in range(3):
+            assert await cold.load(f"s{i}") == conversation(3, str(i))
+            assert (await cold.load_summary(f"s{i}")).text == f"总结 {i}"  # type: ignore[union-attr]
+        await cold.save("s0", [*conversation(3, "0"), Message(role="user", content="再来")])
+        async with cold.driver() as driver:  # nothing left: a rerun starts a new rotation
+            again = await rotate_keys(driver, encryption, reencrypt=True, show=False)
+        assert again.sessions == 4 and again.keys_left == 0
