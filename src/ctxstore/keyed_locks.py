@@ -18,9 +18,6 @@ class KeyedLocks:
     def __init__(self) -> None:
         self._held: dict[str, _Held] = {}
 
-    def __len__(self) -> int:
-        return len(self._held)
-
     @asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
         """Callers with the same ``key`` run one at a time, in arrival order."""

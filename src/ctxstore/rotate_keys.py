@@ -31,128 +31,9 @@ from ctxstore.encryption import (
 )
 from ctxstore.models import full_digest
 from ctxstore.progress import Progress
-from ctxstore.storage.postgres import rows
+from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.keys import DataKeys, session_owner, user_owner
-from ctxstore.storage.postgres.statement import Driver, Statement
-
-COUNT_TO_REWRAP = Statement(
-    "count keys to re-wrap", "SELECT count(*) FROM data_keys WHERE master_key_id <> :current"
-)
-REWRAP_BATCH = Statement(
-    "keys to re-wrap",
-    """
-SELECT key_id, owner, master_key_id, wrapped FROM data_keys
- WHERE master_key_id <> :current ORDER BY key_id LIMIT :batch_size FOR UPDATE SKIP LOCKED""",
-)
-REWRAP = Statement(
-    "re-wrap key",
-    "UPDATE data_keys SET master_key_id = :master_key_id, wrapped = :wrapped WHERE key_id = :id",
-)
-ANY_RETIRED = Statement(
-    "any retired key", "SELECT EXISTS (SELECT FROM data_keys WHERE retired_at IS NOT NULL)"
-)
-RETIRE_ALL = Statement(
-    "retire keys", "UPDATE data_keys SET retired_at = now() WHERE retired_at IS NULL"
-)
-
-_STALE = (
-    "(t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL))"
-)
-_SESSION_TABLES = ("messages", "summaries", "consultation_states", "consultation_state_history")
-_SESSION_NEEDS_WORK = " OR ".join(
-    f"EXISTS (SELECT FROM {table} AS t WHERE t.session_id = s.session_id AND {_STALE})"
-    for table in _SESSION_TABLES
-)
-COUNT_SESSIONS = Statement(
-    "count sessions to re-encrypt",
-    f"SELECT count(*) FROM sessions AS s WHERE {_SESSION_NEEDS_WORK}",
-)
-SESSIONS_BATCH = Statement(
-    "sessions to re-encrypt",
-    f"""
-SELECT s.session_id, s.user_id FROM sessions AS s
- WHERE s.session_id > :after AND ({_SESSION_NEEDS_WORK})
- ORDER BY s.session_id LIMIT :batch_size FOR UPDATE OF s SKIP LOCKED""",
-)
-SESSION_MESSAGES = Statement(
-    "messages to re-encrypt",
-    """
-SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version,
-       key_id, sealed FROM messages WHERE session_id = :sid ORDER BY seq""",
-)
-RESEAL_MESSAGES = Statement(
-    "re-seal messages",
-    """
-UPDATE messages AS t SET content = '', metadata = NULL, digest = m.digest,
-       key_id = :key_id, sealed = m.sealed
-  FROM unnest((:seqs)::int[], (:digests)::bytea[], (:sealed)::bytea[]) AS m(seq, digest, sealed)
- WHERE t.session_id = :sid AND t.seq = m.seq""",
-)
-SET_CONTENT_HASH = Statement(
-    "set content hash", "UPDATE sessions SET content_hash = :hash WHERE session_id = :sid"
-)
-SESSION_SUMMARIES = Statement(
-    "summaries to re-encrypt",
-    f"""
-SELECT summary_version, text, key_id, sealed, format_version, covers_until, token_count,
-       created_at FROM summaries AS t WHERE t.session_id = :sid AND {_STALE}""",
-)
-RESEAL_SUMMARY = Statement(
-    "re-seal summary",
-    """
-UPDATE summaries SET text = '', key_id = :key_id, sealed = :sealed
- WHERE session_id = :sid AND summary_version = :version""",
-)
-
-
-def _state_statements(table: str) -> tuple[Statement, Statement]:
-    read = Statement(
-        f"{table} to re-encrypt",
-        f"""
-SELECT version, document, key_id, sealed FROM {table} AS t
- WHERE t.session_id = :sid AND {_STALE}""",
-    )
-    write = Statement(
-        f"re-seal {table}",
-        f"""
-UPDATE {table} SET document = 'null'::jsonb, key_id = :key_id, sealed = :sealed
- WHERE session_id = :sid AND version = :version""",
-    )
-    return read, write
-
-
-STATE_STATEMENTS = {
-    table: _state_statements(table)
-    for table in ("consultation_states", "consultation_state_history")
-}
-PROFILES_BATCH = Statement(
-    "profiles to re-encrypt",
-    f"""
-SELECT user_id, document, key_id, sealed FROM user_profiles AS t
- WHERE user_id > :after AND {_STALE}
- ORDER BY user_id LIMIT :batch_size FOR UPDATE SKIP LOCKED""",
-)
-RESEAL_PROFILE = Statement(
-    "re-seal profile",
-    """
-UPDATE user_profiles SET document = 'null'::jsonb, age = NULL, gender = NULL,
-       exercise_habit = NULL, known_limitations = '{}', key_id = :key_id, sealed = :sealed
- WHERE user_id = :user_id""",
-)
-DELETE_UNUSED_RETIRED = Statement(
-    "delete unused retired keys",
-    """
-DELETE FROM data_keys AS d WHERE retired_at IS NOT NULL
-   AND NOT EXISTS (SELECT FROM messages WHERE key_id = d.key_id)
-   AND NOT EXISTS (SELECT FROM summaries WHERE key_id = d.key_id)
-   AND NOT EXISTS (SELECT FROM consultation_states WHERE key_id = d.key_id)
-   AND NOT EXISTS (SELECT FROM consultation_state_history WHERE key_id = d.key_id)
-   AND NOT EXISTS (SELECT FROM user_profiles WHERE key_id = d.key_id)
-RETURNING key_id""",
-)
-COUNT_RETIRED = Statement(
-    "count retired keys", "SELECT count(*) FROM data_keys WHERE retired_at IS NOT NULL"
-)
+from ctxstore.storage.postgres.statement import Driver
 
 
 @dataclass
@@ -194,12 +75,12 @@ async def rotate_keys(
     with translated("rotate-keys"):
         await _rewrap(driver, encryption.provider, batch_size, report, show)
         if reencrypt:
-            if not await ANY_RETIRED.fetchval(driver):
-                await RETIRE_ALL.execute(driver)
+            if not await sql.ANY_RETIRED.fetchval(driver):
+                await sql.RETIRE_ALL.execute(driver)
             await _reencrypt_sessions(driver, keys, batch_size, report, show)
             await _reencrypt_profiles(driver, keys, batch_size, report)
-            report.keys_deleted = len(await DELETE_UNUSED_RETIRED.fetch(driver))
-            report.keys_left = int(await COUNT_RETIRED.fetchval(driver))
+            report.keys_deleted = len(await sql.DELETE_UNUSED_RETIRED.fetch(driver))
+            report.keys_left = int(await sql.COUNT_RETIRED.fetchval(driver))
     report.seconds = time.monotonic() - started
     return report
 
@@ -208,15 +89,15 @@ async def _rewrap(
     driver: Driver, provider: KeyProvider, batch_size: int, report: RotationReport, show: bool
 ) -> None:
     current = provider.current_key_id
-    total = int(await COUNT_TO_REWRAP.fetchval(driver, current=current))
+    total = int(await sql.COUNT_TO_REWRAP.fetchval(driver, current=current))
     progress = Progress("re-wrapping data keys", total) if show else None
     while True:
         async with driver.transaction():
-            found = await REWRAP_BATCH.fetch(driver, current=current, batch_size=batch_size)
+            found = await sql.REWRAP_BATCH.fetch(driver, current=current, batch_size=batch_size)
             for row in found:
                 material = await provider.unwrap(row["master_key_id"], row["wrapped"], row["owner"])
                 master_key_id, wrapped = await provider.wrap(material, row["owner"])
-                await REWRAP.execute(
+                await sql.REWRAP.execute(
                     driver, id=row["key_id"], master_key_id=master_key_id, wrapped=wrapped
                 )
         if not found:
@@ -232,11 +113,11 @@ async def _rewrap(
 async def _reencrypt_sessions(
     driver: Driver, keys: DataKeys, batch_size: int, report: RotationReport, show: bool
 ) -> None:
-    progress = Progress("re-encrypting sessions", int(await COUNT_SESSIONS.fetchval(driver)))
+    progress = Progress("re-encrypting sessions", int(await sql.COUNT_SESSIONS.fetchval(driver)))
     after = ""
     while True:
         async with driver.transaction():
-            batch = await SESSIONS_BATCH.fetch(driver, after=after, batch_size=batch_size)
+            batch = await sql.SESSIONS_BATCH.fetch(driver, after=after, batch_size=batch_size)
             for session in batch:
                 sid = session["session_id"]
                 owner = user_owner(session["user_id"]) if session["user_id"] else session_owner(sid)
@@ -255,7 +136,7 @@ async def _reencrypt_sessions(
 
 async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str) -> int:
     """Seal every message, summary and state row of ``sid`` under ``key``; rows resealed."""
-    found = await SESSION_MESSAGES.fetch(driver, sid=sid)
+    found = await sql.SESSION_MESSAGES.fetch(driver, sid=sid)
     opened = rows.open_messages(found, await keys.load(driver, rows.sealed_key_ids(found)), sid)
     aad, seqs, digests, sealed, full = message_aad(sid), [], [], [], []
     for row in opened:
@@ -268,24 +149,24 @@ async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str
         digests.append(key.mac(whole))
         sealed.append(key.seal(pack_message(content, metadata, core), aad))
     if seqs:
-        await RESEAL_MESSAGES.execute(
+        await sql.RESEAL_MESSAGES.execute(
             driver, sid=sid, key_id=key.key_id, seqs=seqs, digests=digests, sealed=sealed
         )
         if len(seqs) == len(opened):
-            await SET_CONTENT_HASH.execute(
+            await sql.SET_CONTENT_HASH.execute(
                 driver, sid=sid, hash=key.hasher(b"".join(full)).digest()
             )
     count = len(seqs)
-    summaries = await SESSION_SUMMARIES.fetch(driver, sid=sid)
+    summaries = await sql.SESSION_SUMMARIES.fetch(driver, sid=sid)
     loaded = await keys.load(driver, {r["key_id"] for r in summaries if r["key_id"] is not None})
     for row in summaries:
         text = rows.summary_from_row(row, sid, loaded).text
         value = key.seal(text.encode("utf-8", "surrogatepass"), document_aad("summary", sid))
-        await RESEAL_SUMMARY.execute(
+        await sql.RESEAL_SUMMARY.execute(
             driver, sid=sid, version=row["summary_version"], key_id=key.key_id, sealed=value
         )
         count += 1
-    for read, write in STATE_STATEMENTS.values():
+    for read, write in sql.STATE_STATEMENTS.values():
         for row in await read.fetch(driver, sid=sid):
             document = await _document(driver, keys, row, "state", sid)
             value = key.seal(document, document_aad("state", sid))
@@ -310,13 +191,13 @@ async def _reencrypt_profiles(
     after = ""
     while True:
         async with driver.transaction():
-            batch = await PROFILES_BATCH.fetch(driver, after=after, batch_size=batch_size)
+            batch = await sql.PROFILES_BATCH.fetch(driver, after=after, batch_size=batch_size)
             for row in batch:
                 user_id = row["user_id"]
                 key = await keys.current(driver, user_owner(user_id))
                 document = await _document(driver, keys, row, "profile", user_id)
                 value = key.seal(document, document_aad("profile", user_id))
-                await RESEAL_PROFILE.execute(
+                await sql.RESEAL_PROFILE.execute(
                     driver, user_id=user_id, key_id=key.key_id, sealed=value
                 )
         if not batch:

@@ -87,10 +87,6 @@ class FallbackStorage(AsyncClosing):
         return await self._sides.reconcile()
 
     @property
-    def active(self) -> Store:
-        return self.secondary if self.degraded else self.primary
-
-    @property
     def token_counter(self) -> TokenCounter:
         return self.primary.token_counter
 

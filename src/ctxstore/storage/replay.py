@@ -26,7 +26,6 @@ documents are idempotent.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -36,7 +35,6 @@ from ctxstore.storage.journal import Entry, Journal, Operation, Position
 from ctxstore.storage.rules import NEW_SESSION
 from ctxstore.storage.store import Store
 
-logger = logging.getLogger("ctxstore.fallback")
 #: Conflicts in a row (other writers on the same session) before replay tries again later.
 CONFLICT_ATTEMPTS = 20
 #: Messages replay appends in one statement when it joins a run of journaled appends.
@@ -92,7 +90,8 @@ class Replayer:
 
     async def replay(self, entries: Sequence[Entry]) -> Outcome:
         """Apply the oldest of ``entries`` (one session's pending entries, oldest first):
-        a run of appends as one append, anything else alone; remove what was applied.
+        a run holding a save as one save, a run of appends as one append, anything else
+        alone; remove what was applied.
         Refused entries are quarantined; unavailability and conflicts propagate with the
         entries still in the journal."""
         first = entries[0]
@@ -312,12 +311,3 @@ def _superseded_by_a_save(entries: Sequence[Entry]) -> tuple[Entry, Operation, i
         uncertain=False,
     )
     return covered[last_save], joined, length
-
-
-class Refused(Exception):
-    """The primary refused an entry: it is in the quarantine now."""
-
-    def __init__(self, entry: Entry, reason: str) -> None:
-        super().__init__(reason)
-        self.entry = entry
-        self.reason = reason

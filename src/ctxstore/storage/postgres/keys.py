@@ -14,31 +14,8 @@ from typing import Any
 
 from ctxstore.encryption import DataKey, Encryption, KeyProvider, new_data_key
 from ctxstore.errors import EncryptionKeyError
-from ctxstore.storage.postgres.statement import Driver, Statement
-
-CURRENT_DATA_KEY = Statement(
-    "current data key",
-    """
-SELECT key_id, owner, master_key_id, wrapped FROM data_keys
- WHERE owner = :owner AND retired_at IS NULL""",
-)
-
-# Two writers of a new owner race here: the partial unique index lets one win; the other
-# reads the winner's key.
-CREATE_DATA_KEY = Statement(
-    "create data key",
-    """
-INSERT INTO data_keys (owner, master_key_id, wrapped) VALUES (:owner, :master_key_id, :wrapped)
-ON CONFLICT (owner) WHERE retired_at IS NULL DO NOTHING
-RETURNING key_id, owner, master_key_id, wrapped""",
-)
-
-DATA_KEYS_BY_ID = Statement(
-    "data keys by id",
-    "SELECT key_id, owner, master_key_id, wrapped FROM data_keys WHERE key_id = ANY(:ids)",
-)
-
-SESSION_USER = Statement("session user", "SELECT user_id FROM sessions WHERE session_id = :sid")
+from ctxstore.storage.postgres import sql
+from ctxstore.storage.postgres.statement import Driver
 
 
 def user_owner(user_id: str) -> str:
@@ -78,14 +55,14 @@ class DataKeys:
         now = time.monotonic()
         if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
-        row = await CURRENT_DATA_KEY.fetchrow(driver, owner=owner)
+        row = await sql.CURRENT_DATA_KEY.fetchrow(driver, owner=owner)
         if row is None:
             master_key_id, wrapped = await self.provider.wrap(new_data_key(), owner)
-            row = await CREATE_DATA_KEY.fetchrow(
+            row = await sql.CREATE_DATA_KEY.fetchrow(
                 driver, owner=owner, master_key_id=master_key_id, wrapped=wrapped
             )
             if row is None:
-                row = await CURRENT_DATA_KEY.fetchrow(driver, owner=owner)
+                row = await sql.CURRENT_DATA_KEY.fetchrow(driver, owner=owner)
         key = await self.unwrap(row)
         self._current[owner] = (now, key)
         return key
@@ -104,7 +81,7 @@ class DataKeys:
         """The key a write to the session seals with: its user's, else the session's own."""
         owner = self.cached_owner(session_id, user_id)
         if owner is None:
-            stored_user = await SESSION_USER.fetchval(driver, sid=session_id)
+            stored_user = await sql.SESSION_USER.fetchval(driver, sid=session_id)
             self.saw_session(session_id, stored_user)
             owner = self._session_owners[session_id]
         elif user_id is not None:
@@ -115,7 +92,7 @@ class DataKeys:
         """Every key of ``key_ids`` unwrapped; EncryptionKeyError naming any that is gone."""
         missing = [key_id for key_id in key_ids if key_id not in self._by_id]
         if missing:
-            for row in await DATA_KEYS_BY_ID.fetch(driver, ids=missing):
+            for row in await sql.DATA_KEYS_BY_ID.fetch(driver, ids=missing):
                 await self.unwrap(row)
             gone = sorted(key_id for key_id in missing if key_id not in self._by_id)
             if gone:

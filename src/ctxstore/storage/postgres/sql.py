@@ -663,3 +663,152 @@ CARRY_EXPIRY = Statement(
 UPDATE sessions SET expires_at = now() + (:ttl)::interval
  WHERE session_id = :sid AND version = :version""",
 )
+
+
+# -- data keys (encryption at rest; storage/postgres/keys.py) ---------------------------------
+
+CURRENT_DATA_KEY = Statement(
+    "current data key",
+    """
+SELECT key_id, owner, master_key_id, wrapped FROM data_keys
+ WHERE owner = :owner AND retired_at IS NULL""",
+)
+
+# Two writers of a new owner race here: the partial unique index lets one win; the other
+# reads the winner's key.
+CREATE_DATA_KEY = Statement(
+    "create data key",
+    """
+INSERT INTO data_keys (owner, master_key_id, wrapped) VALUES (:owner, :master_key_id, :wrapped)
+ON CONFLICT (owner) WHERE retired_at IS NULL DO NOTHING
+RETURNING key_id, owner, master_key_id, wrapped""",
+)
+
+DATA_KEYS_BY_ID = Statement(
+    "data keys by id",
+    "SELECT key_id, owner, master_key_id, wrapped FROM data_keys WHERE key_id = ANY(:ids)",
+)
+
+SESSION_USER = Statement("session user", "SELECT user_id FROM sessions WHERE session_id = :sid")
+
+
+# -- rotate-keys (rotate_keys.py) -------------------------------------------------------------
+
+COUNT_TO_REWRAP = Statement(
+    "count keys to re-wrap", "SELECT count(*) FROM data_keys WHERE master_key_id <> :current"
+)
+REWRAP_BATCH = Statement(
+    "keys to re-wrap",
+    """
+SELECT key_id, owner, master_key_id, wrapped FROM data_keys
+ WHERE master_key_id <> :current ORDER BY key_id LIMIT :batch_size FOR UPDATE SKIP LOCKED""",
+)
+REWRAP = Statement(
+    "re-wrap key",
+    "UPDATE data_keys SET master_key_id = :master_key_id, wrapped = :wrapped WHERE key_id = :id",
+)
+ANY_RETIRED = Statement(
+    "any retired key", "SELECT EXISTS (SELECT FROM data_keys WHERE retired_at IS NOT NULL)"
+)
+RETIRE_ALL = Statement(
+    "retire keys", "UPDATE data_keys SET retired_at = now() WHERE retired_at IS NULL"
+)
+
+_STALE = (
+    "(t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL))"
+)
+_SESSION_TABLES = ("messages", "summaries", "consultation_states", "consultation_state_history")
+_SESSION_NEEDS_WORK = " OR ".join(
+    f"EXISTS (SELECT FROM {table} AS t WHERE t.session_id = s.session_id AND {_STALE})"
+    for table in _SESSION_TABLES
+)
+COUNT_SESSIONS = Statement(
+    "count sessions to re-encrypt",
+    f"SELECT count(*) FROM sessions AS s WHERE {_SESSION_NEEDS_WORK}",
+)
+SESSIONS_BATCH = Statement(
+    "sessions to re-encrypt",
+    f"""
+SELECT s.session_id, s.user_id FROM sessions AS s
+ WHERE s.session_id > :after AND ({_SESSION_NEEDS_WORK})
+ ORDER BY s.session_id LIMIT :batch_size FOR UPDATE OF s SKIP LOCKED""",
+)
+SESSION_MESSAGES = Statement(
+    "messages to re-encrypt",
+    """
+SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version,
+       key_id, sealed FROM messages WHERE session_id = :sid ORDER BY seq""",
+)
+RESEAL_MESSAGES = Statement(
+    "re-seal messages",
+    """
+UPDATE messages AS t SET content = '', metadata = NULL, digest = m.digest,
+       key_id = :key_id, sealed = m.sealed
+  FROM unnest((:seqs)::int[], (:digests)::bytea[], (:sealed)::bytea[]) AS m(seq, digest, sealed)
+ WHERE t.session_id = :sid AND t.seq = m.seq""",
+)
+SET_CONTENT_HASH = Statement(
+    "set content hash", "UPDATE sessions SET content_hash = :hash WHERE session_id = :sid"
+)
+SESSION_SUMMARIES = Statement(
+    "summaries to re-encrypt",
+    f"""
+SELECT summary_version, text, key_id, sealed, format_version, covers_until, token_count,
+       created_at FROM summaries AS t WHERE t.session_id = :sid AND {_STALE}""",
+)
+RESEAL_SUMMARY = Statement(
+    "re-seal summary",
+    """
+UPDATE summaries SET text = '', key_id = :key_id, sealed = :sealed
+ WHERE session_id = :sid AND summary_version = :version""",
+)
+
+
+def _state_statements(table: str) -> tuple[Statement, Statement]:
+    read = Statement(
+        f"{table} to re-encrypt",
+        f"""
+SELECT version, document, key_id, sealed FROM {table} AS t
+ WHERE t.session_id = :sid AND {_STALE}""",
+    )
+    write = Statement(
+        f"re-seal {table}",
+        f"""
+UPDATE {table} SET document = 'null'::jsonb, key_id = :key_id, sealed = :sealed
+ WHERE session_id = :sid AND version = :version""",
+    )
+    return read, write
+
+
+STATE_STATEMENTS = {
+    table: _state_statements(table)
+    for table in ("consultation_states", "consultation_state_history")
+}
+PROFILES_BATCH = Statement(
+    "profiles to re-encrypt",
+    f"""
+SELECT user_id, document, key_id, sealed FROM user_profiles AS t
+ WHERE user_id > :after AND {_STALE}
+ ORDER BY user_id LIMIT :batch_size FOR UPDATE SKIP LOCKED""",
+)
+RESEAL_PROFILE = Statement(
+    "re-seal profile",
+    """
+UPDATE user_profiles SET document = 'null'::jsonb, age = NULL, gender = NULL,
+       exercise_habit = NULL, known_limitations = '{}', key_id = :key_id, sealed = :sealed
+ WHERE user_id = :user_id""",
+)
+DELETE_UNUSED_RETIRED = Statement(
+    "delete unused retired keys",
+    """
+DELETE FROM data_keys AS d WHERE retired_at IS NOT NULL
+   AND NOT EXISTS (SELECT FROM messages WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM summaries WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM consultation_states WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM consultation_state_history WHERE key_id = d.key_id)
+   AND NOT EXISTS (SELECT FROM user_profiles WHERE key_id = d.key_id)
+RETURNING key_id""",
+)
+COUNT_RETIRED = Statement(
+    "count retired keys", "SELECT count(*) FROM data_keys WHERE retired_at IS NOT NULL"
+)
