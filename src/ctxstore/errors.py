@@ -155,6 +155,12 @@ class EncryptionKeyError(ConfigurationError):
     """A master or data key needed to encrypt or decrypt is missing or wrong."""
 
 
+class DataKeyDestroyedError(EncryptionKeyError):
+    """A write was sealed under a data key that was destroyed (its user erased) before the
+    write committed; nothing of the write was kept.  The PostgreSQL store retries such a
+    write once under a fresh key, so a caller sees this only if that fails too."""
+
+
 class DatabaseNotFoundError(ConfigurationError):
     """The database named in the URL does not exist on the server."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,7 +12,7 @@ from sqlalchemy import URL
 
 from ctxstore import ContextManager, Message, PostgresStorage, TokenBudget
 from ctxstore.encryption import Encryption, KeyProvider, Keyring
-from ctxstore.errors import CorruptDataError, EncryptionKeyError
+from ctxstore.errors import CorruptDataError, DataKeyDestroyedError, EncryptionKeyError
 from ctxstore.models import ConsultationState, UserProfile
 from ctxstore.rotate_keys import rotate_keys
 from ctxstore.storage.postgres import rows
@@ -240,6 +241,83 @@ async def test_erasure_shreds_the_keys_of_copied_rows(sealed: PostgresStorage) -
             with pytest.raises(EncryptionKeyError, match="crypto-shredded"):
                 await storage._keys_for(rows.sealed_key_ids(copied))
         assert await cold.load("bob") == conversation()
+
+
+async def test_a_write_under_a_key_erased_elsewhere_is_resealed(sealed: PostgresStorage) -> None:
+    """Another process erases the user while this one holds the user's key in its cache:
+    every kind of write still lands readable (the commit fails on the key's foreign key,
+    the store forgets its keys and writes again under a fresh one)."""
+    await sealed.save("before", conversation(), user_id="alice")
+    await sealed.save_profile("alice", {"age": 40})
+    async with PostgresStorage.from_url(
+        sealed.engine.url, encryption=sealed_encryption(sealed)
+    ) as other:
+        await other.erase_user("alice")
+        erased_key = sealed.data_keys.peek("new", "alice") if sealed.data_keys else None
+        assert erased_key is not None  # still cached here: the stale key the writes meet
+        await sealed.append("new", conversation(2, "append"), user_id="alice")
+        await sealed.save("saved", conversation(3, "save"), user_id="alice")
+        await sealed.save_state("saved", {"stage": "intake", "chief_complaint": "knee pain"})
+        await sealed.save_summary("saved", "knee", covers_until=1)
+        await sealed.save_profile("alice", {"age": 41})
+        # a process that never saw the erased key reads every row
+        assert await other.load("new") == conversation(2, "append")
+        assert await other.load("saved") == conversation(3, "save")
+        state = await other.load_state("saved")
+        assert state is not None and state.value.chief_complaint == "knee pain"
+        summary = await other.load_summary("saved")
+        assert summary is not None and summary.text == "knee"
+        profile = await other.load_profile("alice")
+        assert profile is not None and profile.value.age == 41
+    keys = await raw(sealed, "SELECT key_id FROM data_keys WHERE owner = 'u:alice'")
+    assert [row["key_id"] for row in keys] != [erased_key.key_id]
+    orphans = await raw(
+        sealed,
+        "SELECT count(*) FROM messages AS m WHERE key_id IS NOT NULL AND NOT EXISTS "
+        "(SELECT FROM data_keys AS d WHERE d.key_id = m.key_id)",
+    )
+    assert orphans[0][0] == 0
+
+
+async def test_an_erasure_racing_a_write_leaves_no_unreadable_row(
+    sealed: PostgresStorage,
+) -> None:
+    """Appends for a user while other processes erase that user, over and over: every
+    row left behind opens (none was committed under a key an erasure destroyed)."""
+    await sealed.save("race", conversation(), user_id="carol")
+    async with PostgresStorage.from_url(
+        sealed.engine.url, encryption=sealed_encryption(sealed)
+    ) as eraser:
+        outcomes: list[str] = []
+
+        async def write(number: int) -> None:
+            for turn in range(15):
+                try:
+                    await sealed.append(
+                        f"race-{number}", conversation(1, f"{turn}"), user_id="carol"
+                    )
+                    outcomes.append("written")
+                except DataKeyDestroyedError:  # erased again on every retry: nothing kept
+                    outcomes.append("refused")
+
+        async def erase() -> None:
+            for _ in range(15):
+                await eraser.erase_user("carol")
+                await asyncio.sleep(0)
+
+        await asyncio.gather(write(1), write(2), erase())
+    assert "written" in outcomes
+    orphans = await raw(
+        sealed,
+        "SELECT count(*) FROM messages AS m WHERE key_id IS NOT NULL AND NOT EXISTS "
+        "(SELECT FROM data_keys AS d WHERE d.key_id = m.key_id)",
+    )
+    assert orphans[0][0] == 0
+    async with PostgresStorage.from_url(
+        sealed.engine.url, encryption=sealed_encryption(sealed)
+    ) as fresh:
+        for number in (1, 2):
+            await fresh.load(f"race-{number}")  # opens, or the session was erased: []
 
 
 class FailingAfter(KeyProvider):

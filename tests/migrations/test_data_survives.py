@@ -164,6 +164,15 @@ async def rows(url: URL, sql: str) -> list[tuple[object, ...]]:
         await engine.dispose()
 
 
+async def committed(url: URL, sql: str) -> None:
+    engine = create_engine(url, pooled=False)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text(sql))
+    finally:
+        await engine.dispose()
+
+
 def test_plain_rows_seeded_at_0008_survive_0009_and_sealed_rows_block_its_downgrade(
     empty_database_url: URL,
 ) -> None:
@@ -202,3 +211,66 @@ def test_plain_rows_seeded_at_0008_survive_0009_and_sealed_rows_block_its_downgr
             assert await storage.load("old") == SEEDED
 
     asyncio.run(still_there())
+
+
+def test_0010_references_keys_from_sealed_rows_and_tolerates_rows_of_destroyed_keys(
+    empty_database_url: URL,
+) -> None:
+    """Sealed rows seeded at 0009, some under a key destroyed before 0010 existed (the race
+    0010 closes): the upgrade keeps every row, validates the tables it can and leaves the
+    rest enforced for new rows only; down and up again keep the data."""
+    import os  # noqa: PLC0415
+
+    import pytest  # noqa: PLC0415
+
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "0009")
+    encryption = Encryption(Keyring({"k": os.urandom(32)}))
+
+    async def seal() -> None:
+        async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+            await storage.save("kept", SEEDED, user_id="u1")
+            await storage.save_state("kept", {"stage": "intake"})
+            await storage.save("orphaned", SEEDED, user_id="u2")
+
+    asyncio.run(seal())
+    asyncio.run(committed(url, "DELETE FROM data_keys WHERE owner = 'u:u2'"))
+    counts = "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM consultation_states)"
+    before = asyncio.run(rows(url, counts))
+    migrations.upgrade(url, "0010")
+    assert asyncio.run(rows(url, counts)) == before
+    validated = dict(
+        asyncio.run(
+            rows(
+                url,
+                "SELECT conname, convalidated FROM pg_constraint "
+                "WHERE conname LIKE 'fk_%_key_id_data_keys'",
+            )
+        )
+    )
+    assert validated == {
+        "fk_messages_key_id_data_keys": False,  # u2's rows: enforced for new rows only
+        "fk_summaries_key_id_data_keys": True,
+        "fk_consultation_states_key_id_data_keys": True,
+        "fk_consultation_state_history_key_id_data_keys": True,
+        "fk_user_profiles_key_id_data_keys": True,
+    }
+    with pytest.raises(Exception, match="fk_messages_key_id_data_keys"):
+        asyncio.run(
+            committed(url, "UPDATE messages SET key_id = -1 WHERE session_id = 'kept' AND seq = 0")
+        )
+
+    async def still_readable() -> None:
+        async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+            assert await storage.load("kept") == SEEDED
+
+    asyncio.run(still_readable())
+    migrations.downgrade(url, "0009")
+    assert asyncio.run(rows(url, counts)) == before
+    assert not asyncio.run(
+        rows(url, "SELECT conname FROM pg_constraint WHERE conname LIKE 'fk_%_key_id_data_keys'")
+    )
+    migrations.upgrade(url, "head")
+    asyncio.run(still_readable())

@@ -20,6 +20,7 @@ from ctxstore.errors import (
     ConflictError,
     CtxStoreError,
     DatabaseNotFoundError,
+    DataKeyDestroyedError,
     InvalidInputError,
     SchemaMissingError,
     SessionNotFoundError,
@@ -45,6 +46,9 @@ _INVALID_INPUT_CODES = {
 # A table or column this code uses is not there: the schema is missing or behind.
 _SCHEMA_CODES = {"42P01", "42703"}  # undefined_table, undefined_column
 _MISSING_DATABASE = "3D000"  # invalid_catalog_name
+_FOREIGN_KEY_VIOLATION = "23503"
+# fk_<table>_key_id_data_keys (revision 0010): a sealed row whose data key is gone.
+_SEALED_KEY_FK = "_key_id_data_keys"
 _LOGIN_CLASS = "28"  # invalid_authorization_specification, invalid_password
 
 #: ``current`` of :func:`schema_missing` when the database's revision was not read.
@@ -57,6 +61,24 @@ def _sqlstate(error: BaseException) -> str | None:
         if isinstance(code, str):
             return code
     return None
+
+
+def _constraint(error: BaseException) -> str | None:
+    """The name of the constraint the server reported (asyncpg's exception)."""
+    candidate: BaseException | None = error
+    for _ in range(4):
+        if candidate is None:
+            break
+        name = getattr(candidate, "constraint_name", None)
+        if isinstance(name, str):
+            return name
+        orig = getattr(candidate, "orig", None)
+        candidate = orig if isinstance(orig, BaseException) else candidate.__cause__
+    return None
+
+
+def _sealed_key_gone(error: BaseException) -> bool:
+    return (_constraint(error) or "").endswith(_SEALED_KEY_FK)
 
 
 def _server_message(error: BaseException) -> str | None:
@@ -155,6 +177,12 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
         return schema_missing(action, reason, sqlstate=code)
     if code == _MISSING_DATABASE:
         return _missing_database(error, action, code)
+    if code == _FOREIGN_KEY_VIOLATION and _sealed_key_gone(error):
+        return DataKeyDestroyedError(
+            f"{action}: a data key this write was sealed under was destroyed (its user was "
+            "erased) before the write committed; nothing of it was kept",
+            sqlstate=code,
+        )
     if code is not None and code.startswith(_LOGIN_CLASS):
         refused = _server_message(error) or "login refused"
         return ConfigurationError(
@@ -226,6 +254,6 @@ def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[
         code = _sqlstate(error)
         if conflict_on_duplicate and code == "23505":
             raise ConflictError(f"{action}: a concurrent writer stored that version") from error
-        if conflict_on_duplicate and code == "23503":
+        if conflict_on_duplicate and code == "23503" and not _sealed_key_gone(error):
             raise SessionNotFoundError(f"{action}: the session was deleted") from error
         raise translate_db_error(error, action) from error

@@ -43,13 +43,23 @@ def _sealed_columns() -> list[Column[object]]:
     """Encryption at rest (revision 0009): the data key a row is sealed under and the
     AES-256-GCM ciphertext of its private fields; both NULL on a plaintext row."""
     return [
-        Column("key_id", BigInteger, nullable=True),
+        # Checked at commit (0010): a write sealed under a key an erasure destroyed fails.
+        Column(
+            "key_id",
+            BigInteger,
+            ForeignKey("data_keys.key_id", deferrable=True, initially="DEFERRED"),
+            nullable=True,
+        ),
         Column("sealed", LargeBinary, nullable=True),
     ]
 
 
-def _sealed_check() -> CheckConstraint:
-    return CheckConstraint("(key_id IS NULL) = (sealed IS NULL)", name="sealed_with_key")
+def _sealed_check(table: str) -> tuple[CheckConstraint, Index]:
+    """The sealed pair's check, and the index that keeps deleting a data key cheap (0010)."""
+    return (
+        CheckConstraint("(key_id IS NULL) = (sealed IS NULL)", name="sealed_with_key"),
+        Index(f"ix_{table}_key_id", "key_id", postgresql_where=text("key_id IS NOT NULL")),
+    )
 
 
 MAX_SESSION_ID_LENGTH = 255
@@ -134,7 +144,7 @@ messages = Table(
     Column("token_encoding", Text, nullable=True),
     # Sealed rows keep content '' and metadata NULL; digest is then an HMAC (0009).
     *_sealed_columns(),
-    _sealed_check(),
+    *_sealed_check("messages"),
     CheckConstraint("seq >= 0", name="seq_non_negative"),
     CheckConstraint(
         "format_version <> 2 OR role IN ('user', 'assistant', 'system', 'tool')",
@@ -167,7 +177,7 @@ summaries = Table(
     Column("format_version", SmallInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     *_sealed_columns(),  # sealed: text is ''
-    _sealed_check(),
+    *_sealed_check("summaries"),
     CheckConstraint("summary_version >= 1", name="summary_version_positive"),
     CheckConstraint("covers_until >= -1", name="covers_until_valid"),
 )
@@ -197,7 +207,7 @@ consultation_states = Table(
     Column("version", BigInteger, nullable=False),
     *_state_columns(),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-    _sealed_check(),
+    *_sealed_check("consultation_states"),
     CheckConstraint("version >= 1", name="version_positive"),
 )
 
@@ -209,7 +219,7 @@ consultation_state_history = Table(
     Column("version", BigInteger, primary_key=True),
     *_state_columns(),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-    _sealed_check(),
+    *_sealed_check("consultation_state_history"),
 )
 
 # Belongs to the user, not a session: deleting a session leaves it.
@@ -228,7 +238,7 @@ user_profiles = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     # sealed: document is JSON null and the typed columns are NULL / empty
     *_sealed_columns(),
-    _sealed_check(),
+    *_sealed_check("user_profiles"),
     CheckConstraint(
         f"char_length(user_id) BETWEEN 1 AND {MAX_SESSION_ID_LENGTH}", name="user_id_length"
     ),

@@ -2,18 +2,21 @@
 
 An owner's current key is cached for ``Encryption.cache_seconds`` (so a key replaced by
 ``rotate-keys --reencrypt`` elsewhere is picked up); a key by id for the process's life,
-until this process erases it.  Another process may hold an erased key until it restarts:
-it can only open rows it still reads from the database, and those are gone with the key.
+until this process erases it.  Another process may hold an erased key: it can only open
+rows it still reads from the database, and those are gone with the key.  A write it seals
+under such a key fails at commit (each sealed row references its key, revision 0010):
+:func:`resealed_if_key_destroyed` then empties the cache and writes once more.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ctxstore.encryption import DataKey, Encryption, KeyProvider, new_data_key
-from ctxstore.errors import EncryptionKeyError
+from ctxstore.errors import DataKeyDestroyedError, EncryptionKeyError
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.postgres.statement import Driver
 
@@ -119,3 +122,44 @@ class DataKeys:
         for session_id, owner in list(self._session_owners.items()):
             if owner in gone:
                 del self._session_owners[session_id]
+
+    def clear(self) -> None:
+        """Forget every key and owner: after a write met a key destroyed elsewhere."""
+        self._by_id.clear()
+        self._current.clear()
+        self._session_owners.clear()
+
+
+class _HoldsKeys(Protocol):
+    @property
+    def data_keys(self) -> DataKeys | None: ...
+
+
+_Store = TypeVar("_Store", bound=_HoldsKeys)
+# A fresh key is destroyed again only if the user is erased again meanwhile: rare, and
+# then the caller hears DataKeyDestroyedError (nothing written) rather than waiting on.
+_ATTEMPTS = 3
+_Args = ParamSpec("_Args")
+_Result = TypeVar("_Result")
+
+
+def resealed_if_key_destroyed(
+    write: Callable[Concatenate[_Store, _Args], Coroutine[Any, Any, _Result]],
+) -> Callable[Concatenate[_Store, _Args], Coroutine[Any, Any, _Result]]:
+    """A sealing write, run again (with an empty key cache, up to three tries) if a key
+    it sealed under was destroyed by another process's erasure before it committed.  The
+    failed attempt kept nothing (its transaction rolled back), so writing again is safe."""
+
+    @functools.wraps(write)
+    async def sealing(store: _Store, /, *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
+        for _attempt in range(_ATTEMPTS - 1):
+            try:
+                return await write(store, *args, **kwargs)
+            except DataKeyDestroyedError:
+                keys = store.data_keys
+                if keys is None:
+                    raise
+                keys.clear()
+        return await write(store, *args, **kwargs)
+
+    return sealing

@@ -67,7 +67,9 @@ def _new_messages() -> str:
     arrays = ["(:new_seq)::int[]"]
     for name in MESSAGE_WRITE_COLUMNS:
         column_type = messages.c[name].type.compile(dialect=_DIALECT)
-        arrays.append(f"(:new_{name})::{column_type}[]")
+        # ts comes as ISO text (rows.py): asyncpg would send two instants as infinities
+        source = f"(:new_{name})::text[]" if name == "ts" else f"(:new_{name})"
+        arrays.append(f"{source}::{column_type}[]")
     names = ", ".join(("seq", *MESSAGE_WRITE_COLUMNS))
     return f"unnest({', '.join(arrays)}) AS m({names})"
 
@@ -192,9 +194,15 @@ APPEND_AT_VERSION = _append(f"""
      WHERE s.session_id = :sid AND s.version = :expected AND {_FITS}
     RETURNING s.message_count - :added AS start, s.version""")
 
+# With the session go its own data key (a session without a user), after its rows: every
+# writer locks rows before the key its commit checks (revision 0010), and so does this.
 PURGE_IF_EXPIRED = Statement(
     "purge if expired",
-    "DELETE FROM sessions WHERE session_id = :sid AND expires_at <= now() RETURNING 1",
+    """
+WITH gone AS (
+    DELETE FROM sessions WHERE session_id = :sid AND expires_at <= now() RETURNING session_id
+)
+DELETE FROM data_keys WHERE owner IN (SELECT 's:' || session_id FROM gone)""",
 )
 
 # The locked save (general path): one transaction around these.
@@ -244,12 +252,13 @@ RETURNING version""",
 )
 
 # Everything session-scoped goes with the row (ON DELETE CASCADE); the profile stays.  So
-# does the data key of the session's user; a session's own key (no user) is destroyed.
+# does the data key of the session's user; a session's own key (no user) is destroyed,
+# after the session row is locked (the lock order of every writer: rows, then keys).
 DELETE_SESSION = Statement(
     "delete session",
     """
-WITH shredded AS (DELETE FROM data_keys WHERE owner = 's:' || :sid)
-DELETE FROM sessions WHERE session_id = :sid""",
+WITH gone AS (DELETE FROM sessions WHERE session_id = :sid RETURNING session_id)
+DELETE FROM data_keys WHERE owner IN (SELECT 's:' || session_id FROM gone)""",
 )
 
 # -- erasure ---------------------------------------------------------------------------------
@@ -280,14 +289,15 @@ ERASE_USER_PROFILE = Statement(
     "erase user profile", "DELETE FROM user_profiles WHERE user_id = :user_id"
 )
 
-# Crypto-shredding, first in the erasure's transaction: the user's data keys and those of
-# the user's sessions' own keys (written before the session had a user).
+# Crypto-shredding, last in the erasure's transaction (writers lock rows, then the key their
+# commit checks; so does the erasure): the user's data keys and the own keys of the user's
+# sessions (written before the session had a user).
 ERASE_USER_KEYS = Statement(
     "erase user keys",
     """
 DELETE FROM data_keys
  WHERE owner = 'u:' || :user_id
-    OR owner IN (SELECT 's:' || session_id FROM sessions WHERE user_id = :user_id)
+    OR owner IN (SELECT 's:' || session_id FROM unnest((:session_ids)::text[]) AS session_id)
 RETURNING key_id, owner""",
 )
 
@@ -304,9 +314,13 @@ WITH doomed AS (
      ORDER BY expires_hour
      LIMIT :batch_size
        FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
+    RETURNING s.session_id, s.message_count
+), shredded AS (  -- the sessions' own data keys, after their rows
+    DELETE FROM data_keys WHERE owner IN (SELECT 's:' || session_id FROM gone)
 )
-DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
-RETURNING s.message_count""",
+SELECT message_count FROM gone""",
 )
 
 # Retention: sessions whose last write is older than :age (updated_at has no index: a
@@ -319,9 +333,13 @@ WITH doomed AS (
      WHERE updated_at < now() - (:age)::interval
      LIMIT :batch_size
        FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
+    RETURNING s.session_id, s.message_count
+), shredded AS (  -- the sessions' own data keys, after their rows
+    DELETE FROM data_keys WHERE owner IN (SELECT 's:' || session_id FROM gone)
 )
-DELETE FROM sessions AS s USING doomed WHERE s.session_id = doomed.session_id
-RETURNING s.message_count""",
+SELECT message_count FROM gone""",
 )
 
 COUNT_OLD = Statement(

@@ -15,7 +15,9 @@ from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.db.errors import translated
 from ctxstore.encryption import DataKey, Encryption
 from ctxstore.errors import (
+    ConflictError,
     CorruptDataError,
+    DataKeyDestroyedError,
     StorageTimeoutError,
     StorageUnavailableError,
 )
@@ -37,7 +39,7 @@ from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, StoredList
 from ctxstore.storage.postgres import documents, rows, sql
 from ctxstore.storage.postgres.connection import Connections
-from ctxstore.storage.postgres.keys import DataKeys, user_owner
+from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
 from ctxstore.storage.postgres.reader import PostgresSessionReader
 from ctxstore.storage.postgres.rewrite import write_back_messages
 from ctxstore.storage.postgres.statement import Driver
@@ -46,6 +48,8 @@ from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
 
 Hasher = Any  # hashlib's HASH object
+
+_ERASE_ATTEMPTS = 5
 
 
 def _prefix_and_total_hash(
@@ -174,6 +178,7 @@ class PostgresStorage(Store):
 
     # -- save ---------------------------------------------------------------------------------
 
+    @resealed_if_key_destroyed
     async def _save(
         self,
         session_id: str,
@@ -386,6 +391,7 @@ class PostgresStorage(Store):
 
     # -- append ---------------------------------------------------------------------------------
 
+    @resealed_if_key_destroyed
     async def _append(
         self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
     ) -> int:
@@ -543,6 +549,7 @@ class PostgresStorage(Store):
 
     # -- summaries ------------------------------------------------------------------------------
 
+    @resealed_if_key_destroyed
     async def _save_summary(
         self,
         session_id: str,
@@ -577,6 +584,7 @@ class PostgresStorage(Store):
 
     # -- consultation state -------------------------------------------------------------------
 
+    @resealed_if_key_destroyed
     async def _save_state(
         self, session_id: str, state: ConsultationState, expected: int | None
     ) -> int:
@@ -601,6 +609,7 @@ class PostgresStorage(Store):
 
     # -- user profiles --------------------------------------------------------------------------
 
+    @resealed_if_key_destroyed
     async def _save_profile(self, user_id: str, profile: UserProfile, expected: int | None) -> int:
         key = await self._user_key(user_id)
         async with self._connections.call("save_profile", conflict_on_duplicate=True) as driver:
@@ -615,12 +624,28 @@ class PostgresStorage(Store):
         return rows.profile_from_row(row, user_id, await self._keys_for({row["key_id"]} - {None}))
 
     async def _erase_user(self, user_id: str) -> Erased:
+        for _attempt in range(_ERASE_ATTEMPTS):
+            try:
+                return await self._erase_user_once(user_id)
+            except DataKeyDestroyedError:
+                # A write under the user's key committed after this erasure's snapshot:
+                # its commit refused to leave that row keyless; nothing was erased.
+                continue
+        raise ConflictError(
+            f"erase user: writes for the user kept arriving during {_ERASE_ATTEMPTS} "
+            "attempts; nothing was erased, try again once they stop"
+        )
+
+    async def _erase_user_once(self, user_id: str) -> Erased:
         async with self._connections.call("erase user") as driver, driver.transaction():
-            # Crypto-shredding first: copies of the rows (replicas lagging, dumps taken
-            # after the last master key rotation) become unreadable with the keys.
-            shredded = await sql.ERASE_USER_KEYS.fetch(driver, user_id=user_id)
+            # Rows first, then the keys (the lock order of every writer, whose commit
+            # checks its key).  Destroying the keys (crypto-shredding) makes copies of the
+            # rows (lagging replicas, dumps) unreadable too.
             row = await sql.ERASE_USER_SESSIONS.fetchrow(driver, user_id=user_id)
             profile = await sql.ERASE_USER_PROFILE.execute(driver, user_id=user_id)
+            shredded = await sql.ERASE_USER_KEYS.fetch(
+                driver, user_id=user_id, session_ids=list(row["session_ids"])
+            )
         if self._keys is not None:
             self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])
         return Erased(
