@@ -392,3 +392,23 @@ async def test_rotate_keys_reencrypts_under_fresh_keys(database_url: URL, keyrin
         async with cold.driver() as driver:  # nothing left: a rerun starts a new rotation
             again = await rotate_keys(driver, encryption, reencrypt=True, show=False)
         assert again.sessions == 4 and again.keys_left == 0
+
+
+async def test_delete_and_purge_destroy_a_sessions_own_key(sealed: PostgresStorage) -> None:
+    from ctxstore.expiry import purge_expired  # noqa: PLC0415
+
+    for session_id in ("deleted", "expired", "kept"):
+        await sealed.save(session_id, conversation(2, session_id))  # no user: own key
+    owners = "SELECT owner FROM data_keys ORDER BY owner"
+    assert [r["owner"] for r in await raw(sealed, owners)] == ["s:deleted", "s:expired", "s:kept"]
+    await sealed.delete("deleted")
+    await raw(
+        sealed,
+        "UPDATE sessions SET expires_at = now() - interval '1 second' "
+        "WHERE session_id = 'expired'",
+    )
+    async with sealed.driver() as driver:
+        report = await purge_expired(driver, show=False)
+    assert report.sessions == 1
+    assert [r["owner"] for r in await raw(sealed, owners)] == ["s:kept"]
+    assert await sealed.load("kept") == conversation(2, "kept")
