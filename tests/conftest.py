@@ -15,6 +15,7 @@ from ctxstore.storage.postgres import PostgresStorage
 from ctxstore.storage.redis import RedisStorage
 from tests.faults import TcpProxy, socket_target, through
 from tests.pg_harness import PgTestServer, build_template, planned_source, start_server
+from tests.pooler import PgBouncer
 
 
 def pytest_report_header() -> list[str]:
@@ -47,6 +48,17 @@ def pg_server() -> Iterator[PgTestServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(pg_server: PgTestServer) -> Iterator[PgBouncer]:
+    """A real PgBouncer (pool_mode=transaction, two server connections) in front of the
+    test server, for the whole run."""
+    pooler = PgBouncer(pg_server.url)
+    try:
+        yield pooler
+    finally:
+        pooler.stop()
 
 
 @pytest.fixture(scope="session")

@@ -156,7 +156,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "db":
-        url = url_from_environment(args.database_url)
+        url = url_from_environment(args.database_url, migrating=True)
         if args.db_command in ("roles", "min-group-size"):
             return asyncio.run(_db_settings(url, args))
         if args.db_command == "current":

@@ -13,6 +13,7 @@ from sqlalchemy import URL
 from ctxstore import Limits, PostgresStorage
 from ctxstore.encryption import Encryption, Keyring
 from tests.conformance.contract import DEFAULT_LIMITS, StorageFactory, VersionedContract
+from tests.pooler import PgBouncer
 
 
 class TestPostgres(VersionedContract):
@@ -42,6 +43,24 @@ class TestPostgresEncrypted(TestPostgres):
             async with PostgresStorage.from_url(
                 database_url, ttl=ttl, limits=limits, encryption=encryption
             ) as storage:
+                yield storage
+
+        return make
+
+
+class TestPostgresThroughPgBouncer(TestPostgres):
+    """The whole contract through a real PgBouncer in transaction pooling mode, two server
+    connections handed out round robin (tests/pooler.py)."""
+
+    @pytest.fixture
+    def make_storage(self, database_url: URL, pgbouncer: PgBouncer) -> StorageFactory:
+        pooled = pgbouncer.url(database_url)
+
+        @asynccontextmanager
+        async def make(
+            *, ttl: timedelta | None = None, limits: Limits = DEFAULT_LIMITS
+        ) -> AsyncIterator[PostgresStorage]:
+            async with PostgresStorage.from_url(pooled, ttl=ttl, limits=limits) as storage:
                 yield storage
 
         return make

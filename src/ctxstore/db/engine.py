@@ -18,6 +18,13 @@ from ctxstore.errors import ConfigurationError
 from ctxstore.redaction import redact as redact  # noqa: PLC0414 - re-exported (mypy)
 
 DATABASE_URL_ENV = "CTXSTORE_DATABASE_URL"
+#: The URL ``db`` commands and Alembic use when set: a direct connection to the primary,
+#: for deployments whose service URL goes through a transaction pooler.
+MIGRATION_DATABASE_URL_ENV = "CTXSTORE_MIGRATION_DATABASE_URL"
+#: ``?pooling=transaction``: the URL points at a transaction pooler (PgBouncer's
+#: pool_mode=transaction).  See :func:`behind_transaction_pooler`.
+POOLING_OPTION = "pooling"
+_POOLING_MODES = ("transaction", "none")
 _ACCEPTED_DRIVERS = {"postgresql", "postgres", "postgresql+asyncpg", "postgresql+psycopg2"}
 _MAX_PORT = 65535
 #: URL query options asyncpg takes as text; its other options are EngineSettings, and one
@@ -25,6 +32,7 @@ _MAX_PORT = 65535
 _URL_OPTIONS = frozenset(
     {"ssl", "host", "passfile", "target_session_attrs", "krbsrvname", "gsslib"}
     | {"prepared_statement_cache_size"}  # read by SQLAlchemy's asyncpg dialect
+    | {POOLING_OPTION}  # ctxstore's own: taken off the URL by create_engine
 )
 _SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
@@ -95,6 +103,12 @@ def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
         raise ConfigurationError(
             f"the database URL's sslmode must be one of {', '.join(_SSL_MODES)}, not {ssl!r}"
         )
+    pooling = options.get(POOLING_OPTION)
+    if pooling is not None and pooling not in _POOLING_MODES:
+        raise ConfigurationError(
+            f"the database URL's pooling must be one of {', '.join(_POOLING_MODES)}, "
+            f"not {pooling!r}"
+        )
     cache_size = options.get("prepared_statement_cache_size")
     if cache_size is not None and not (isinstance(cache_size, str) and cache_size.isdigit()):
         raise ConfigurationError(
@@ -103,9 +117,24 @@ def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
     return options
 
 
-def url_from_environment(explicit: str | None = None) -> URL:
-    """The database URL from an explicit value, else ``CTXSTORE_DATABASE_URL``."""
-    raw = explicit or os.environ.get(DATABASE_URL_ENV)
+def behind_transaction_pooler(url: URL) -> bool:
+    """Whether the URL says it goes through a transaction pooler (``?pooling=transaction``).
+
+    Then a server connection belongs to a client for one transaction only: no named
+    prepared statement survives to the next one (asyncpg's statement cache and SQLAlchemy's
+    are turned off; each statement is parsed in the transaction that runs it), PgBouncer
+    refuses startup parameters other than application_name (so statement_timeout and
+    friends must be set on the role: ``ALTER ROLE ... SET``), and session-level state such
+    as the migrations' advisory lock can't be held (migrations refuse such a URL).
+    """
+    return url.query.get(POOLING_OPTION) == "transaction"
+
+
+def url_from_environment(explicit: str | None = None, *, migrating: bool = False) -> URL:
+    """The database URL from an explicit value, else ``CTXSTORE_DATABASE_URL`` (for
+    ``migrating``: ``CTXSTORE_MIGRATION_DATABASE_URL`` first)."""
+    raw = explicit or (os.environ.get(MIGRATION_DATABASE_URL_ENV) if migrating else None)
+    raw = raw or os.environ.get(DATABASE_URL_ENV)
     if not raw:
         raise ConfigurationError(
             f"no database URL: pass --database-url or set {DATABASE_URL_ENV} "
@@ -141,7 +170,7 @@ class EngineSettings:
     ping_skip_window: float = 1.0
     extra_server_settings: dict[str, str] = field(default_factory=dict)
 
-    def connect_args(self) -> dict[str, object]:
+    def connect_args(self, *, transaction_pooler: bool = False) -> dict[str, object]:
         server_settings = {
             "application_name": self.application_name,
             "statement_timeout": str(self.statement_timeout_ms),
@@ -149,6 +178,19 @@ class EngineSettings:
             "idle_in_transaction_session_timeout": str(self.idle_in_transaction_timeout_ms),
             **self.extra_server_settings,
         }
+        if transaction_pooler:
+            # PgBouncer passes on application_name only (others: "unsupported startup
+            # parameter"); the server-side timeouts then come from the role's settings,
+            # and command_timeout still bounds every call on the client.
+            return {
+                "timeout": self.connect_timeout,
+                "command_timeout": self.command_timeout,
+                "server_settings": {"application_name": self.application_name},
+                # Named prepared statements live on one server connection; the next
+                # transaction may get another.  Without a cache, asyncpg parses each
+                # statement again in the transaction that binds it.
+                "statement_cache_size": 0,
+            }
         return {
             "timeout": self.connect_timeout,
             "command_timeout": self.command_timeout,
@@ -162,11 +204,16 @@ def create_engine(
     """An AsyncEngine on asyncpg with ctxstore's defaults (see EngineSettings)."""
     settings = settings or EngineSettings()
     normalized = normalize_url(url)
+    pooler = behind_transaction_pooler(normalized)
+    normalized = normalized.difference_update_query([POOLING_OPTION])
+    if pooler:  # SQLAlchemy's own statement cache too (Alembic, analytics)
+        normalized = normalized.update_query_dict({"prepared_statement_cache_size": "0"})
+    connect_args = settings.connect_args(transaction_pooler=pooler)
     if not pooled:
         return create_async_engine(
             normalized,
             poolclass=NullPool,
-            connect_args=settings.connect_args(),
+            connect_args=connect_args,
             hide_parameters=True,  # as below: no bound value in a log or an error
         )
     engine = create_async_engine(
@@ -176,7 +223,7 @@ def create_engine(
         max_overflow=settings.max_overflow,
         pool_timeout=settings.pool_timeout,
         pool_recycle=settings.pool_recycle,
-        connect_args=settings.connect_args(),
+        connect_args=connect_args,
         # str(engine.url) masks the password (a ?password= was moved there); never echo
         # statements.
         echo=False,

@@ -47,6 +47,7 @@ _INVALID_INPUT_CODES = {
 _SCHEMA_CODES = {"42P01", "42703"}  # undefined_table, undefined_column
 _MISSING_DATABASE = "3D000"  # invalid_catalog_name
 _FOREIGN_KEY_VIOLATION = "23503"
+_PROTOCOL_VIOLATION = "08P01"  # PgBouncer: "unsupported startup parameter: ..."
 # fk_<table>_key_id_data_keys (revision 0010): a sealed row whose data key is gone.
 _SEALED_KEY_FK = "_key_id_data_keys"
 _LOGIN_CLASS = "28"  # invalid_authorization_specification, invalid_password
@@ -177,6 +178,15 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
         return schema_missing(action, reason, sqlstate=code)
     if code == _MISSING_DATABASE:
         return _missing_database(error, action, code)
+    if code == _PROTOCOL_VIOLATION and "unsupported startup parameter" in (
+        refused := _server_message(error) or ""
+    ):
+        return ConfigurationError(
+            f"{action} failed: the server refused a startup setting ({refused}): the URL "
+            "points at a connection pooler such as PgBouncer; add ?pooling=transaction "
+            "to the URL when it pools transactions (docs/production.md)",
+            sqlstate=code,
+        )
     if code == _FOREIGN_KEY_VIOLATION and _sealed_key_gone(error):
         return DataKeyDestroyedError(
             f"{action}: a data key this write was sealed under was destroyed (its user was "

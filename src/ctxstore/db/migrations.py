@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from sqlalchemy import URL, Connection, text
 
 from ctxstore.db import roles
 from ctxstore.db.engine import (
+    MIGRATION_DATABASE_URL_ENV,
     EngineSettings,
+    behind_transaction_pooler,
     create_engine,
     normalize_url,
     redact,
@@ -71,7 +74,7 @@ def _resolve_url(context: EnvironmentContext) -> URL:
     if explicit is not None:
         return normalize_url(explicit)
     x_url = context.get_x_argument(as_dictionary=True).get("database_url")
-    return url_from_environment(x_url)
+    return url_from_environment(x_url, migrating=True)
 
 
 def _lock_timeout(context: EnvironmentContext) -> str:
@@ -83,8 +86,9 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
     # Wait for any other migrator under its own bound, then hold the session-level lock
     # for the whole run: two deploys running `alembic upgrade head` at once serialize,
     # and the second finds the schema at head and does nothing.
+    session = _SessionMark(connection)
     connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": ADVISORY_WAIT})
-    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+    session.lock()
     connection.commit()
     try:
         # DDL blocked by live traffic fails fast instead of queueing every request behind it.
@@ -97,6 +101,8 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
             target_metadata=metadata,
             transaction_per_migration=True,
             compare_type=True,
+            # In each revision's own transaction, before it commits.
+            on_version_apply=lambda **_: session.check(),
         )
         # The revisions name this database's roles (ctxstore.db.roles.role_names()).
         database = connection.execute(text("SELECT current_database()")).scalar_one()
@@ -111,8 +117,75 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
     finally:
         if connection.in_transaction():
             connection.rollback()
-        connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        session.unlock()
         connection.commit()
+
+
+class _SessionMark:
+    """Proof that every transaction of a migration runs on the session holding its lock.
+
+    Through a transaction pooler (PgBouncer, pool_mode=transaction) each transaction may
+    run on another server connection: the advisory lock would stay on one of them and
+    protect nothing.  A random mark set for the session travels with it; a transaction
+    that doesn't see it is on another session, and the migration stops there (before any
+    revision, or rolling back the revision that noticed: never half-applied).
+    """
+
+    _SEEN = "current_setting('ctxstore.migration_session', true) = :mark"
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.mark = secrets.token_hex(16)
+        self.locked = False
+        connection.execute(
+            text("SELECT set_config('ctxstore.migration_session', :mark, false)"),
+            {"mark": self.mark},
+        )
+        connection.commit()
+
+    def lock(self) -> None:
+        found = self.connection.execute(
+            text(f"SELECT pg_advisory_lock(:key) WHERE {self._SEEN}"),
+            {"key": MIGRATION_LOCK_KEY, "mark": self.mark},
+        ).first()
+        if found is None:
+            raise _moved()
+        self.locked = True
+
+    def check(self) -> None:
+        seen = self.connection.execute(
+            text(f"SELECT {self._SEEN}"), {"mark": self.mark}
+        ).scalar_one()
+        if not seen:
+            raise _moved()
+
+    def unlock(self) -> None:
+        if self.locked:
+            self.connection.execute(
+                text(f"SELECT pg_advisory_unlock(:key) WHERE {self._SEEN}"),
+                {"key": MIGRATION_LOCK_KEY, "mark": self.mark},
+            )
+
+
+def _moved() -> MigrationError:
+    return MigrationError(
+        "migrations need one server session for the whole run (they hold a session-level "
+        "advisory lock), but this connection's transactions ran on different server "
+        "sessions: the URL goes through a transaction pooler (e.g. PgBouncer with "
+        f"pool_mode=transaction).  Nothing was applied past the last completed revision.  "
+        f"Migrate over a direct connection: set {MIGRATION_DATABASE_URL_ENV} or pass "
+        "--database-url with the server's own host and port"
+    )
+
+
+def refuse_transaction_pooler(url: URL) -> None:
+    """A URL marked ``?pooling=transaction`` can't hold the migrations' session lock."""
+    if behind_transaction_pooler(url):
+        raise MigrationError(
+            f"{redact(url)} goes through a transaction pooler (pooling=transaction): "
+            "migrations hold a session-level advisory lock and need a direct connection; "
+            f"set {MIGRATION_DATABASE_URL_ENV} to the server's own address"
+        )
 
 
 def _upgrades_through(context: EnvironmentContext, revisions: frozenset[str]) -> bool:
@@ -139,6 +212,7 @@ def _upgrades_through(context: EnvironmentContext, revisions: frozenset[str]) ->
 
 async def _run_online(context: EnvironmentContext) -> None:
     url = _resolve_url(context)
+    refuse_transaction_pooler(url)  # also for `alembic upgrade` run directly
     settings = EngineSettings(
         application_name="ctxstore-migrate",
         statement_timeout_ms=0,
@@ -208,6 +282,7 @@ def current(database_url: str | URL) -> str | None:
 
 
 def _run(action: Any, database_url: str | URL, revision: str, **options: Any) -> None:
+    refuse_transaction_pooler(normalize_url(database_url))
     config = alembic_config(database_url, lock_timeout=options.get("lock_timeout"))
     try:
         action(config, revision)
