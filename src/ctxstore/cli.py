@@ -18,7 +18,13 @@ from sqlalchemy import URL
 
 from ctxstore.analytics import REPORTS
 from ctxstore.db import migrations
-from ctxstore.db.engine import DATABASE_URL_ENV, create_engine, redact, url_from_environment
+from ctxstore.db.engine import (
+    DATABASE_URL_ENV,
+    REPLICA_URL_ENV,
+    create_engine,
+    redact,
+    url_from_environment,
+)
 from ctxstore.db.errors import schema_missing, translated
 from ctxstore.errors import ConfigurationError, CtxStoreError, SchemaMissingError
 from ctxstore.redaction import redact_log_records
@@ -102,6 +108,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     analytics.add_argument("report", choices=REPORTS)
     _add_database_url(analytics)
+    analytics.add_argument(
+        "--replica-url",
+        default=os.environ.get(REPLICA_URL_ENV),
+        help=f"read the reports from this replica instead (default: ${REPLICA_URL_ENV})",
+    )
     analytics.add_argument("--since", type=_timestamp, help="first activity on or after (ISO date)")
     analytics.add_argument("--until", type=_timestamp, help="first activity before (ISO date)")
     analytics.add_argument("--format", choices=("table", "json", "csv"), default="table")
@@ -176,7 +187,9 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(document, ensure_ascii=False, indent=2))
         return 0
     if args.command == "analytics":
-        return asyncio.run(_analytics(url_from_environment(args.database_url), args))
+        # Reports tolerate a replica's lag: read there when one is named.
+        source = args.replica_url or args.database_url
+        return asyncio.run(_analytics(url_from_environment(source), args))
     if args.command == "seed-sample":
         return asyncio.run(_seed(url_from_environment(args.database_url), args))
     if args.command == "purge-expired":

@@ -21,6 +21,8 @@ DATABASE_URL_ENV = "CTXSTORE_DATABASE_URL"
 #: The URL ``db`` commands and Alembic use when set: a direct connection to the primary,
 #: for deployments whose service URL goes through a transaction pooler.
 MIGRATION_DATABASE_URL_ENV = "CTXSTORE_MIGRATION_DATABASE_URL"
+#: A streaming replica for reads that tolerate lag (analytics; PostgresStorage read_url).
+REPLICA_URL_ENV = "CTXSTORE_REPLICA_DATABASE_URL"
 #: ``?pooling=transaction``: the URL points at a transaction pooler (PgBouncer's
 #: pool_mode=transaction).  See :func:`behind_transaction_pooler`.
 POOLING_OPTION = "pooling"

@@ -17,9 +17,17 @@ KeyLoader = Callable[[set[int], Driver], Awaitable[rows.Keys | None]]
 
 class PostgresSessionReader:
     def __init__(
-        self, driver: Driver, session_id: str, encoding: str, keys: KeyLoader | None = None
+        self,
+        driver: Driver,
+        session_id: str,
+        encoding: str,
+        keys: KeyLoader | None = None,
+        *,
+        head: SessionHead | None = None,
     ) -> None:
         self._driver = driver
+        #: Already read in this snapshot (the replica's freshness check): head() is free.
+        self._head = head
         self.session_id = session_id
         #: Stored counts in another encoding are not used as this one's.
         self._encoding = encoding
@@ -36,6 +44,8 @@ class PostgresSessionReader:
         return rows_to_messages(opened, session_id=self.session_id)
 
     async def head(self) -> SessionHead:
+        if self._head is not None:
+            return self._head
         row = await sql.SESSION_HEAD.fetchrow(self._driver, sid=self.session_id)
         if row is None:
             return SessionHead(False, 0, 0, None, None)

@@ -541,6 +541,20 @@ SELECT version, message_count, created_at, user_id FROM sessions AS s
  WHERE session_id = :sid AND {LIVE}""",
 )
 
+# On a replica, before a context read: how far it has caught up with this session (its
+# messages, summaries, state) and its user's profile, to compare with what this process
+# wrote (storage/postgres/replica.py).  No row: the session isn't there (yet).
+REPLICA_FRESHNESS = Statement(
+    "replica freshness",
+    f"""
+SELECT s.version, s.message_count, s.created_at, s.user_id,
+       (SELECT max(summary_version) FROM summaries WHERE session_id = :sid) AS summary_version,
+       (SELECT version FROM consultation_states WHERE session_id = :sid) AS state_version,
+       (SELECT version FROM user_profiles AS p WHERE p.user_id = s.user_id) AS profile_version
+  FROM sessions AS s
+ WHERE s.session_id = :sid AND {LIVE}""",
+)
+
 # A backward range scan of the primary key: reads only the rows the window takes.
 NEWEST = Statement(
     "newest messages",

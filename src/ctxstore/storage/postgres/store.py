@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -41,6 +41,7 @@ from ctxstore.storage.postgres import documents, rows, sql
 from ctxstore.storage.postgres.connection import Connections
 from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
 from ctxstore.storage.postgres.reader import PostgresSessionReader
+from ctxstore.storage.postgres.replica import WrittenMarks, head_of, recorded
 from ctxstore.storage.postgres.rewrite import write_back_messages
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
@@ -95,11 +96,16 @@ class PostgresStorage(Store):
         upgrade_on_load: bool = False,
         operation_timeout: float = 30.0,
         encryption: Encryption | None = None,
+        read_engine: AsyncEngine | None = None,
     ) -> None:
         """``upgrade_on_load``: rows found in an old format are written back upgraded
-        (only if the session is still at the version that was read)."""
+        (only if the session is still at the version that was read).  ``read_engine``: a
+        streaming replica for context reads (storage/postgres/replica.py)."""
         super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
         self._connections = Connections(engine, operation_timeout)
+        self._replica = Connections(read_engine, operation_timeout) if read_engine else None
+        #: What this process wrote, so its context reads never see the replica behind it.
+        self.written = WrittenMarks()
         self._owns_engine = owns_engine
         self._upgrade_on_load = upgrade_on_load
         self._keys = DataKeys(encryption) if encryption is not None else None
@@ -144,10 +150,17 @@ class PostgresStorage(Store):
         url: str | URL,
         *,
         settings: EngineSettings | None = None,
+        read_url: str | URL | None = None,
         **options: Any,
     ) -> PostgresStorage:
-        """A storage with its own engine (closed by ``close()``); options as the constructor."""
-        return cls(create_engine(url, settings), owns_engine=True, **options)
+        """A storage with its own engine (closed by ``close()``); options as the constructor.
+
+        ``read_url``: a streaming replica that context windows and contract assembly read
+        from, except where it is behind what this process wrote (then the primary)."""
+        read_engine = create_engine(read_url, settings) if read_url is not None else None
+        return cls(
+            create_engine(url, settings), owns_engine=True, read_engine=read_engine, **options
+        )
 
     @property
     def engine(self) -> AsyncEngine:
@@ -160,6 +173,8 @@ class PostgresStorage(Store):
     @operation_timeout.setter
     def operation_timeout(self, seconds: float) -> None:
         self._connections.operation_timeout = seconds
+        if self._replica is not None:
+            self._replica.operation_timeout = seconds
 
     @property
     def read_retries(self) -> int:
@@ -171,6 +186,8 @@ class PostgresStorage(Store):
         if self._owns_engine:
             with translated("close"):
                 await self.engine.dispose()
+                if self._replica is not None:
+                    await self._replica.engine.dispose()
 
     def driver(self) -> AbstractAsyncContextManager[Driver]:
         """The raw asyncpg connection of a pooled connection, for maintenance commands."""
@@ -178,6 +195,7 @@ class PostgresStorage(Store):
 
     # -- save ---------------------------------------------------------------------------------
 
+    @recorded("messages")
     @resealed_if_key_destroyed
     async def _save(
         self,
@@ -391,6 +409,7 @@ class PostgresStorage(Store):
 
     # -- append ---------------------------------------------------------------------------------
 
+    @recorded("messages")
     @resealed_if_key_destroyed
     async def _append(
         self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
@@ -540,6 +559,7 @@ class PostgresStorage(Store):
     async def _delete(self, session_id: str) -> None:
         async with self._connections.call("delete") as driver:
             await sql.DELETE_SESSION.execute(driver, sid=session_id)
+        self.written.deleted(session_id)
 
     async def _exists(self, session_id: str) -> bool:
         found = await self._connections.read(
@@ -549,6 +569,7 @@ class PostgresStorage(Store):
 
     # -- summaries ------------------------------------------------------------------------------
 
+    @recorded("summary")
     @resealed_if_key_destroyed
     async def _save_summary(
         self,
@@ -584,6 +605,7 @@ class PostgresStorage(Store):
 
     # -- consultation state -------------------------------------------------------------------
 
+    @recorded("state")
     @resealed_if_key_destroyed
     async def _save_state(
         self, session_id: str, state: ConsultationState, expected: int | None
@@ -609,6 +631,7 @@ class PostgresStorage(Store):
 
     # -- user profiles --------------------------------------------------------------------------
 
+    @recorded("profile")
     @resealed_if_key_destroyed
     async def _save_profile(self, user_id: str, profile: UserProfile, expected: int | None) -> int:
         key = await self._user_key(user_id)
@@ -648,6 +671,9 @@ class PostgresStorage(Store):
             )
         if self._keys is not None:
             self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])
+        for session_id in row["session_ids"]:
+            self.written.deleted(session_id)
+        self.written.deleted_profile(user_id)
         return Erased(
             session_ids=tuple(row["session_ids"]),
             messages=int(row["messages"]),
@@ -660,18 +686,62 @@ class PostgresStorage(Store):
     async def _delete_profile(self, user_id: str) -> None:
         async with self._connections.call("delete profile") as driver:
             await sql.DELETE_PROFILE.execute(driver, user_id=user_id)
+        self.written.deleted_profile(user_id)
 
     # -- context assembly and snapshots ------------------------------------------------------------
 
     @asynccontextmanager
     async def _reader(self, session_id: str) -> AsyncIterator[PostgresSessionReader]:
-        """Reads on one snapshot: a REPEATABLE READ, read-only transaction."""
+        """Reads on one snapshot: a REPEATABLE READ, read-only transaction; on the replica
+        when one is configured and holds everything this process wrote to the session."""
+        if self._replica is not None and self.written.replica_usable():
+            async with self._replica_reader(session_id) as on_replica:
+                if on_replica is not None:
+                    yield on_replica
+                    return
         async with (
             self._connections.call("reading the session") as driver,
             driver.transaction(isolation="repeatable_read", readonly=True),
         ):
             yield PostgresSessionReader(
                 driver, session_id, self.token_counter.encoding_name, self._keys_for
+            )
+
+    @asynccontextmanager
+    async def _replica_reader(self, session_id: str) -> AsyncIterator[PostgresSessionReader | None]:
+        """A reader on the replica, or None when it is behind this process's writes or
+        can't be reached (the primary serves the read then).  Only the opening falls
+        back: an error while the caller reads is the caller's."""
+        assert self._replica is not None
+        opened = AsyncExitStack()
+        try:
+            driver = await opened.enter_async_context(
+                self._replica.call("reading the session (replica)")
+            )
+            await opened.enter_async_context(
+                driver.transaction(isolation="repeatable_read", readonly=True)
+            )
+            found = await sql.REPLICA_FRESHNESS.fetchrow(driver, sid=session_id)
+        except BaseException as error:
+            try:  # the contexts translate the error and drop a broken connection
+                await opened.__aexit__(type(error), error, error.__traceback__)
+                raise
+            except StorageUnavailableError:
+                self.written.replica_failed()
+                yield None
+                return
+        if not self.written.caught_up(session_id, found):
+            await opened.aclose()
+            self.written.behind += 1
+            yield None
+            return
+        async with opened:
+            yield PostgresSessionReader(
+                driver,
+                session_id,
+                self.token_counter.encoding_name,
+                self._keys_for,
+                head=head_of(found),
             )
 
     async def _snapshot(self, session_id: str) -> SessionSnapshot:
