@@ -404,8 +404,7 @@ async def test_delete_and_purge_destroy_a_sessions_own_key(sealed: PostgresStora
     await sealed.delete("deleted")
     await raw(
         sealed,
-        "UPDATE sessions SET expires_at = now() - interval '1 second' "
-        "WHERE session_id = 'expired'",
+        "UPDATE sessions SET expires_at = now() - interval '1 second' WHERE session_id = 'expired'",
     )
     async with sealed.driver() as driver:
         report = await purge_expired(driver, show=False)
