@@ -58,6 +58,7 @@ $(BENCH_STAMP): $(STAMP) | venv-check
 ## benchmarks/results/, then the per-issue scripts and the soak.
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_compare
+	$(BIN)/python -m benchmarks.bench_adapters
 	$(BIN)/python -m benchmarks.bench_core
 	$(BIN)/python -m benchmarks.bench_versions
 	$(BIN)/python -m benchmarks.bench_legacy

@@ -1,0 +1,165 @@
+"""The OpenAI Agents SDK's ``Session`` on any ctxstore storage (``ctxstore[agents]``).
+
+::
+
+    from ctxstore.adapters.agents import CtxstoreSession
+
+    session = CtxstoreSession("user-123", storage)
+    await Runner.run(agent, "Hello", session=session)
+
+Each item (a message, a function call or its output, a reasoning item, ...) is one
+ctxstore message, kept exactly: its text field (``content``, ``output`` or
+``arguments`` when it is a string) is the message's content, the rest of the item is
+under ``metadata["openai_agents"]``.  ``get_items(limit)`` reads only the newest
+``limit`` items; ``add_items`` is one versioned append; ``pop_item`` is atomic under
+concurrency (tail.py).  Writes run to their end even when the caller is cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from ctxstore.adapters.loops import on_home_loop, settled
+from ctxstore.adapters.records import convert_all, limits_of, missing_extra, pack, unpack
+from ctxstore.adapters.tail import newest, pop_newest
+from ctxstore.errors import CorruptDataError, InvalidInputError, InvalidMessageError
+from ctxstore.models import Message, Role
+from ctxstore.storage.base import VersionedStorage
+from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, check_session_id
+
+try:
+    from agents.items import TResponseInputItem
+    from agents.memory import SessionSettings
+    from agents.memory.session_settings import resolve_session_limit
+except ImportError as error:
+    raise missing_extra("agents", "openai-agents", error) from error
+
+__all__ = ["KEY", "CtxstoreSession", "from_message", "to_message"]
+
+#: Where an item is kept in ctxstore's metadata.
+KEY = "openai_agents"
+
+#: The item fields whose string value is the item's text, in the order they are tried.
+_TEXT_FIELDS = ("content", "output", "arguments")
+_ROLES: dict[str, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+
+
+class CtxstoreSession:
+    """A session's items in ctxstore, as the Agents SDK's ``Session`` protocol.
+
+    ``storage``: any ctxstore storage.  ``user_id``: recorded on the session (for
+    erase_user).  ``session_settings.limit``: the default ``limit`` of ``get_items``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        storage: VersionedStorage,
+        *,
+        user_id: str | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        self.session_id = check_session_id(session_id, limits_of(storage))
+        self.storage = storage
+        self.user_id = user_id
+        self.session_settings = session_settings or SessionSettings()
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Every item, oldest first; with ``limit``, the newest ``limit`` of them (still
+        oldest first; 0: none)."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
+        stored = await on_home_loop(self.storage, lambda: self._read(limit))
+        return convert_all(stored, lambda message: from_message(message, self.session_id))
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` after the stored ones, all or none (one versioned append)."""
+        if isinstance(items, Mapping | str | bytes) or not isinstance(items, list | tuple):
+            raise InvalidMessageError(f"items must be a list of items, not {type(items).__name__}")
+        if not items:
+            return
+        limits = limits_of(self.storage)
+        messages = [to_message(item, limits) for item in items]
+        await settled(
+            on_home_loop(
+                self.storage,
+                lambda: self.storage.append(self.session_id, messages, user_id=self.user_id),
+            )
+        )
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the newest item and return it (None: the session is empty)."""
+        popped = await settled(
+            on_home_loop(
+                self.storage, lambda: pop_newest(self.storage, self.session_id, self.user_id)
+            )
+        )
+        return from_message(popped, self.session_id) if popped is not None else None
+
+    async def clear_session(self) -> None:
+        """Remove the session: its items, and ctxstore's summaries and state of it."""
+        await settled(on_home_loop(self.storage, lambda: self.storage.delete(self.session_id)))
+
+    async def _read(self, limit: int | None) -> list[Message]:
+        if limit is None:
+            return await self.storage.load(self.session_id)
+        return await newest(self.storage, self.session_id, limit)
+
+
+def to_message(item: TResponseInputItem, limits: Limits = DEFAULT_LIMITS) -> Message:
+    """``item`` as the ctxstore Message that keeps all of it."""
+    if not isinstance(item, Mapping):
+        raise InvalidMessageError(f"an item must be a dict, not {type(item).__name__}")
+    document = dict(item)
+    named = document.get("role")
+    role = _ROLES.get(named) if isinstance(named, str) else None
+    if role is None:
+        kind = document.get("type")
+        role = "tool" if isinstance(kind, str) and kind.endswith("_output") else "assistant"
+    for field in _TEXT_FIELDS:
+        if isinstance(document.get(field), str):
+            return pack(KEY, document, role, limits, text_field=field)
+    return pack(KEY, document, role, limits, text=_text_of(document))
+
+
+def from_message(message: Message, session_id: str | None = None) -> TResponseInputItem:
+    """The item ``to_message`` stored; a message written by other code becomes an easy
+    input message of its role (a tool's: a function call output)."""
+    try:
+        item = unpack(KEY, message)
+    except (KeyError, TypeError, ValueError) as error:
+        raise CorruptDataError(
+            f"a stored Agents item cannot be restored: {type(error).__name__}: {error}",
+            session_id=session_id,
+        ) from None
+    if item is not None:
+        return cast(TResponseInputItem, item)
+    if message.role == "tool":
+        call_id = message.metadata.get("call_id", message.metadata.get("tool_call_id"))
+        return {
+            "type": "function_call_output",
+            "call_id": call_id if isinstance(call_id, str) else (message.name or ""),
+            "output": message.content,
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def _text_of(document: dict[str, Any]) -> str:
+    """The text parts of an item whose content is a list (for context windows)."""
+    texts: list[str] = []
+    for field in ("content", "summary", "output"):
+        parts = document.get(field)
+        if isinstance(parts, list):
+            texts.extend(
+                part["text"]
+                for part in parts
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+    return "\n".join(texts)

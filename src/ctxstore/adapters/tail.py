@@ -1,0 +1,58 @@
+"""The session operations both adapters need beyond load, append and delete.
+
+- ``newest``: the last ``limit`` messages, read from one snapshot in a backward range
+  scan, so it costs the same at 10 and at 10,000 stored messages;
+- ``pop_newest``: remove and return the last message, atomically under concurrency: the
+  shortened list is saved only at the version it was read at, else read again.  Two
+  poppers never get the same message, and an append landing in between is never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from ctxstore.errors import ConflictError
+from ctxstore.models import Message
+from ctxstore.storage.base import VersionedStorage
+
+#: Attempts of one pop against writers that keep changing the session.
+POP_ATTEMPTS = 100
+
+
+async def newest(storage: VersionedStorage, session_id: str, limit: int) -> list[Message]:
+    """The session's last ``limit`` messages, oldest first (``limit`` >= 0)."""
+    if limit == 0:
+        return []
+    async with storage.reader(session_id) as reader:
+        head = await reader.head()
+        if not head.message_count:
+            return []
+        found = await reader.newest(head.message_count, limit)
+    return [stored.message for stored in reversed(found)]
+
+
+async def pop_newest(
+    storage: VersionedStorage, session_id: str, user_id: str | None = None
+) -> Message | None:
+    """Remove the session's last message and return it; None when there is none."""
+    for attempt in range(POP_ATTEMPTS):
+        async with storage.reader(session_id) as reader:
+            head = await reader.head()
+            if not head.message_count:
+                return None
+            messages = await reader.span(0, head.message_count)
+        try:
+            await storage.save(
+                session_id, messages[:-1], expected_version=head.version, user_id=user_id
+            )
+        except ConflictError:
+            # Another writer got there first: read again, after a pause that spreads
+            # competing poppers out (up to 50 ms).
+            await asyncio.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
+            continue
+        return messages[-1]
+    raise ConflictError(
+        f"session {session_id!r} kept changing: no pop succeeded in {POP_ATTEMPTS} attempts",
+        session_id=session_id,
+    )
