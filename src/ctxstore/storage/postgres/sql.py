@@ -67,9 +67,7 @@ def _new_messages() -> str:
     arrays = ["(:new_seq)::int[]"]
     for name in MESSAGE_WRITE_COLUMNS:
         column_type = messages.c[name].type.compile(dialect=_DIALECT)
-        # ts comes as ISO text (rows.py): asyncpg would send two instants as infinities
-        source = f"(:new_{name})::text[]" if name == "ts" else f"(:new_{name})"
-        arrays.append(f"{source}::{column_type}[]")
+        arrays.append(f"(:new_{name})::{column_type}[]")
     names = ", ".join(("seq", *MESSAGE_WRITE_COLUMNS))
     return f"unnest({', '.join(arrays)}) AS m({names})"
 
