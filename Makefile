@@ -65,6 +65,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_context
 	$(BIN)/python -m benchmarks.bench_fairness
 	$(BIN)/python -m benchmarks.bench_streaming
+	$(BIN)/python -m benchmarks.bench_telemetry
 	$(BIN)/python -m benchmarks.bench_cost_curve
 	$(BIN)/python -m benchmarks.soak
 

@@ -27,6 +27,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
+from ctxstore import telemetry
 from ctxstore.errors import StorageUnavailableError
 from ctxstore.models import (
     ConsultationState,
@@ -65,10 +66,17 @@ class FallbackStorage(AsyncClosing):
     ) -> None:
         self.primary = primary
         self.secondary = secondary
+        self.journal_name = journal_name
         self.journal: Journal = secondary.open_journal(journal_name)
         self._sides = Sides(
             primary, secondary, self.journal, probe_interval=probe_interval, clock=clock
         )
+        telemetry.watch_fallback(self)
+
+    @property
+    def mode(self) -> str:
+        """healthy, degraded (the secondary serves) or recovering (the journal replays)."""
+        return self._sides.mode
 
     @property
     def degraded(self) -> bool:

@@ -6,17 +6,21 @@ validated values.  A backend implements the hooks and nothing else: it stores, f
 and enforces atomically what depends on stored data (versions, counts), raising the
 errors rules.py builds.  So MemoryStorage, PostgresStorage, RedisStorage and
 FallbackStorage accept and reject exactly the same inputs, the same way.
+
+The facade is also where telemetry (ctxstore/telemetry.py, opt-in) wraps each hook in a
+span: one place, so every backend reports the same way.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
+from ctxstore import telemetry
 from ctxstore.errors import ConfigurationError, ConflictError
 from ctxstore.models import (
     ConsultationState,
@@ -40,9 +44,28 @@ from ctxstore.storage.knowledge import Known, SessionKnowledge
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
 from ctxstore.tokens import TokenCounter
 
+T = TypeVar("T")
+#: Telemetry's ``db.system.name`` of the backends, by the package that defines them.
+_SYSTEMS = {
+    "ctxstore.storage.postgres": "postgresql",
+    "ctxstore.storage.redis": "redis",
+    "ctxstore.storage.memory": "memory",
+}
+
 
 class Store(AsyncClosing, ABC):
     """A VersionedStorage whose public methods apply the rules, then call the backend."""
+
+    #: The backend's name in telemetry (derived from its module unless a class sets it).
+    db_system: ClassVar[str] = "other"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "db_system" not in cls.__dict__:
+            module = cls.__module__
+            for package, system in _SYSTEMS.items():
+                if module == package or module.startswith(package + "."):
+                    cls.db_system = system
 
     def __init__(
         self,
@@ -58,6 +81,7 @@ class Store(AsyncClosing, ABC):
         self.token_counter = token_counter or TokenCounter()
         #: What this process last knew of each session.
         self.knowledge = SessionKnowledge()
+        telemetry.from_environment()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -84,7 +108,9 @@ class Store(AsyncClosing, ABC):
         trusted = (known.count or 0) if known is not None else 0
         checked = rules.coerce_messages(messages, self.limits, trusted=trusted)
         async with self._forgetting_on_conflict(session_id):
-            version = await self._save(session_id, checked, known, expected, user_id)
+            version = await self._traced(
+                "save", self._save(session_id, checked, known, expected, user_id), session_id
+            )
         return version
 
     async def append(
@@ -99,29 +125,31 @@ class Store(AsyncClosing, ABC):
         expected = rules.check_write(session_id, expected_version, user_id, self.limits)
         checked = rules.coerce_messages(messages, self.limits)
         async with self._forgetting_on_conflict(session_id):
-            version = await self._append(session_id, checked, expected, user_id)
+            version = await self._traced(
+                "append", self._append(session_id, checked, expected, user_id), session_id
+            )
         return version
 
     async def load(self, session_id: str) -> list[Message]:
         """Exactly what was saved; ``[]`` for a missing session."""
         rules.check_session_id(session_id, self.limits)
-        return await self._load(session_id)
+        return await self._traced("load", self._load(session_id), session_id)
 
     async def version(self, session_id: str) -> int:
         """The session's version; 0 when it does not exist."""
         rules.check_session_id(session_id, self.limits)
-        return await self._version(session_id)
+        return await self._traced("version", self._version(session_id), session_id)
 
     async def delete(self, session_id: str) -> None:
         """Remove the session: messages, summaries, state and its history (not the profile)."""
         rules.check_session_id(session_id, self.limits)
         self.knowledge.forget(session_id)
-        await self._delete(session_id)
+        await self._traced("delete", self._delete(session_id), session_id)
 
     async def exists(self, session_id: str) -> bool:
         """True for a stored session, even one saved with ``[]``."""
         rules.check_session_id(session_id, self.limits)
-        return await self._exists(session_id)
+        return await self._traced("exists", self._exists(session_id), session_id)
 
     # -- summaries ------------------------------------------------------------------------------
 
@@ -138,7 +166,11 @@ class Store(AsyncClosing, ABC):
         rules.check_session_id(session_id, self.limits)
         expected = rules.check_expected_version(expected_version)
         checked = rules.check_summary(text, covers_until, token_count, self.limits)
-        return await self._save_summary(session_id, checked, covers_until, token_count, expected)
+        return await self._traced(
+            "save_summary",
+            self._save_summary(session_id, checked, covers_until, token_count, expected),
+            session_id,
+        )
 
     async def load_summary(
         self, session_id: str, summary_version: int | None = None
@@ -147,7 +179,9 @@ class Store(AsyncClosing, ABC):
         rules.check_session_id(session_id, self.limits)
         if summary_version is not None:
             rules.check_expected_version(summary_version)
-        return await self._load_summary(session_id, summary_version)
+        return await self._traced(
+            "load_summary", self._load_summary(session_id, summary_version), session_id
+        )
 
     # -- consultation state -----------------------------------------------------------------
 
@@ -161,15 +195,17 @@ class Store(AsyncClosing, ABC):
         rules.check_session_id(session_id, self.limits)
         expected = rules.check_expected_version(expected_version)
         checked = rules.check_state(state, self.limits)
-        return await self._save_state(session_id, checked, expected)
+        return await self._traced(
+            "save_state", self._save_state(session_id, checked, expected), session_id
+        )
 
     async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
         rules.check_session_id(session_id, self.limits)
-        return await self._load_state(session_id)
+        return await self._traced("load_state", self._load_state(session_id), session_id)
 
     async def state_history(self, session_id: str) -> list[StateChange]:
         rules.check_session_id(session_id, self.limits)
-        return await self._state_history(session_id)
+        return await self._traced("state_history", self._state_history(session_id), session_id)
 
     # -- user profiles ----------------------------------------------------------------------
 
@@ -183,23 +219,25 @@ class Store(AsyncClosing, ABC):
         rules.check_user_id(user_id, self.limits)
         expected = rules.check_expected_version(expected_version)
         checked = rules.check_profile(profile, self.limits)
-        return await self._save_profile(user_id, checked, expected)
+        return await self._traced(
+            "save_profile", self._save_profile(user_id, checked, expected), user=user_id
+        )
 
     async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         rules.check_user_id(user_id, self.limits)
-        return await self._load_profile(user_id)
+        return await self._traced("load_profile", self._load_profile(user_id), user=user_id)
 
     async def delete_profile(self, user_id: str) -> None:
         """Remove the user's profile (idempotent); sessions stay."""
         rules.check_user_id(user_id, self.limits)
-        await self._delete_profile(user_id)
+        await self._traced("delete_profile", self._delete_profile(user_id), user=user_id)
 
     async def erase_user(self, user_id: str) -> ErasureReceipt:
         """Remove everything of the user: each session whose user it is, with its
         messages, summaries, state and state history, and the profile (idempotent)."""
         rules.check_user_id(user_id, self.limits)
         started = time.monotonic()
-        erased = await self._erase_user(user_id)
+        erased = await self._traced("erase_user", self._erase_user(user_id), user=user_id)
         for session_id in erased.session_ids:
             self.knowledge.forget(session_id)
         return ErasureReceipt(
@@ -228,12 +266,17 @@ class Store(AsyncClosing, ABC):
     async def snapshot(self, session_id: str) -> SessionSnapshot:
         """Messages, latest summary, state, profile and every version, from one snapshot."""
         rules.check_session_id(session_id, self.limits)
-        return await self._snapshot(session_id)
+        return await self._traced("snapshot", self._snapshot(session_id), session_id)
 
     def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
         """A SessionReader on one consistent snapshot, for context assembly."""
         rules.check_session_id(session_id, self.limits)
-        return self._reader(session_id)
+        active = telemetry.active
+        if active is None:
+            return self._reader(session_id)
+        return active.observe_context(
+            "reader", self.db_system, self._reader(session_id), session=session_id, user=None
+        )
 
     async def iter_messages(
         self, session_id: str, *, batch_size: int = 1000
@@ -253,6 +296,20 @@ class Store(AsyncClosing, ABC):
                     yield message
 
     # -- shared by the public methods -----------------------------------------------------------
+
+    def _traced(
+        self,
+        operation: str,
+        hook: Awaitable[T],
+        session: str | None = None,
+        *,
+        user: str | None = None,
+    ) -> Awaitable[T]:
+        """``hook`` itself while telemetry is off (the flag read once); else in a span."""
+        active = telemetry.active
+        if active is None:
+            return hook
+        return active.observe(operation, self.db_system, hook, session=session, user=user)
 
     @asynccontextmanager
     async def _forgetting_on_conflict(self, session_id: str) -> AsyncIterator[None]:

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util.concurrency import greenlet_spawn
 
+from ctxstore import telemetry
 from ctxstore.db.errors import translated
 from ctxstore.errors import StorageTimeoutError, StorageUnavailableError
 from ctxstore.storage.postgres.statement import Driver, Statement
@@ -31,6 +32,12 @@ class Connections:
         # the pool's size queue here in order, bounded only by operation_timeout.
         size = _pool_size(engine)
         self._turns = asyncio.Semaphore(size) if size else None
+        #: Calls holding a turn (a pooled connection), and calls queued for one (telemetry).
+        self.in_use = 0
+        self.waiting = 0
+        url = engine.url  # no user, password or options in a metric's attributes
+        self.pool_name = f"{url.host or 'local'}:{url.port or 5432}/{url.database or ''}"
+        telemetry.watch_pool(self)
 
     @asynccontextmanager
     async def driver(self) -> AsyncIterator[Driver]:
@@ -40,13 +47,17 @@ class Connections:
         overhead on every one-statement call.  A connection that broke, timed out or was
         cancelled mid-call is invalidated, so the pool never hands it out again.
         """
-        if self._turns is not None:
-            await self._turns.acquire()
+        self.waiting += 1
+        try:
+            if self._turns is not None:
+                await self._turns.acquire()
+        finally:
+            self.waiting -= 1
+        self.in_use += 1
         try:
             fairy = await greenlet_spawn(self.engine.sync_engine.raw_connection)
         except BaseException:
-            if self._turns is not None:
-                self._turns.release()
+            self._give_back()
             raise
         try:
             driver = fairy.driver_connection
@@ -64,8 +75,12 @@ class Connections:
             try:
                 await greenlet_spawn(fairy.close)
             finally:
-                if self._turns is not None:
-                    self._turns.release()
+                self._give_back()
+
+    def _give_back(self) -> None:
+        self.in_use -= 1
+        if self._turns is not None:
+            self._turns.release()
 
     @asynccontextmanager
     async def guard(
@@ -103,6 +118,7 @@ class Connections:
                 if attempt == 2:
                     raise
                 self.read_retries += 1
+                telemetry.retried("connection")
         raise AssertionError("unreachable")
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from ctxstore import telemetry
 from ctxstore.encryption import DataKey, Encryption, KeyProvider, new_data_key
 from ctxstore.errors import DataKeyDestroyedError, EncryptionKeyError
 from ctxstore.storage.postgres import sql
@@ -160,6 +161,7 @@ def resealed_if_key_destroyed(
                 if keys is None:
                     raise
                 keys.clear()
+                telemetry.retried("destroyed_key")
         return await write(store, *args, **kwargs)
 
     return sealing

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from ctxstore import telemetry
 from ctxstore.db.engine import EngineSettings, create_engine
 from ctxstore.db.errors import translated
 from ctxstore.encryption import DataKey, Encryption
@@ -752,6 +753,7 @@ class PostgresStorage(Store):
             raise
         except StorageUnavailableError:
             self._connections.read_retries += 1  # a read: one more try on a fresh connection
+            telemetry.retried("connection")
             return await self._snapshot_once(session_id)
 
     async def _snapshot_once(self, session_id: str) -> SessionSnapshot:

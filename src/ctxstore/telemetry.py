@@ -1,0 +1,383 @@
+"""Telemetry (opt-in): OpenTelemetry spans and metrics for every storage call.
+
+Off by default, and then nearly free: the Store facade reads ``active`` once per call
+and, while it is None, awaits the backend's hook as before; OpenTelemetry is not even
+imported.  ``enable()`` (or ``CTXSTORE_TELEMETRY=1``) turns it on with the
+``telemetry`` extra (opentelemetry-api) installed.  docs/telemetry.md lists the spans,
+metrics and attributes.
+
+Ids are never exported in clear: a session or user id becomes a keyed hash (HMAC-SHA256
+under a random per-process key, or ``CTXSTORE_TELEMETRY_KEY`` so that processes agree),
+and an error is reported by its class name only (messages can quote ids).
+
+This module knows nothing of storage: backends register what it observes (pools,
+fallbacks) through the small protocols below, held weakly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hmac
+import os
+import secrets
+import time
+import weakref
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from ctxstore.errors import ConfigurationError, ConflictError
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+    from opentelemetry.trace import TracerProvider
+
+ENV = "CTXSTORE_TELEMETRY"
+KEY_ENV = "CTXSTORE_TELEMETRY_KEY"
+SCOPE = "ctxstore"
+#: Seconds: from a cached memory read to a slow PostgreSQL write.
+DURATION_BUCKETS = (
+    0.0001,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+MODES = ("healthy", "degraded", "recovering")
+_ON = {"1", "true", "on", "yes"}
+_OFF = {"", "0", "false", "off", "no"}
+
+T = TypeVar("T")
+
+
+class Pool(Protocol):
+    """A connection pool's gauges (storage/postgres/connection.py)."""
+
+    pool_name: str
+    in_use: int
+    waiting: int
+
+
+class Fallback(Protocol):
+    """A FallbackStorage's state (storage/fallback.py)."""
+
+    journal_name: str
+
+    @property
+    def mode(self) -> str: ...
+
+
+_pools: weakref.WeakSet[Pool] = weakref.WeakSet()
+_fallbacks: weakref.WeakSet[Fallback] = weakref.WeakSet()
+
+
+def watch_pool(pool: Pool) -> None:
+    """Report ``pool``'s connections in use and callers waiting while it lives."""
+    _pools.add(pool)
+
+
+def watch_fallback(fallback: Fallback) -> None:
+    """Report ``fallback``'s mode while it lives."""
+    _fallbacks.add(fallback)
+
+
+@dataclass
+class _Call:
+    """The storage call in progress in this task (so a retry deep down is counted on it)."""
+
+    attributes: dict[str, str]
+    span: Any = None
+    started: float = 0.0
+    tokens: tuple[Any, Any] = (None, None)
+    retries: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+
+_call: ContextVar[_Call | None] = ContextVar("ctxstore_telemetry_call", default=None)
+
+
+class Telemetry:
+    """The tracer and instruments; exists only while telemetry is on."""
+
+    def __init__(self, tracer_provider: Any, meter_provider: Any, key: bytes) -> None:
+        from opentelemetry import context, metrics, trace  # noqa: PLC0415  (optional)
+
+        self._key = key
+        self._attach, self._detach = context.attach, context.detach
+        self._in_context = trace.set_span_in_context
+        self._error_status = trace.Status(trace.StatusCode.ERROR)
+        self._kinds = {"memory": trace.SpanKind.INTERNAL}
+        self._client = trace.SpanKind.CLIENT
+        # Ids repeat (a session's turns): their hash is computed once per few thousand.
+        self.pseudonym = functools.lru_cache(maxsize=4096)(self._pseudonym)
+        self.tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
+        self.duration = meter.create_histogram(
+            "ctxstore.operation.duration",
+            unit="s",
+            description="Time of a storage call in the backend (after validation)",
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
+        self.conflicts = meter.create_counter(
+            "ctxstore.conflicts", unit="{conflict}", description="Calls refused by ConflictError"
+        )
+        self.retries = meter.create_counter(
+            "ctxstore.retries", unit="{retry}", description="Attempts made again within a call"
+        )
+        meter.create_observable_gauge(
+            "ctxstore.fallback.state",
+            callbacks=[_fallback_states],
+            unit="{store}",
+            description="FallbackStorage instances in each mode",
+        )
+        meter.create_observable_up_down_counter(
+            "ctxstore.pool.in_use",
+            callbacks=[_pool_gauge("in_use")],
+            unit="{connection}",
+            description="Pooled connections held by a storage call",
+        )
+        meter.create_observable_up_down_counter(
+            "ctxstore.pool.waiting",
+            callbacks=[_pool_gauge("waiting")],
+            unit="{call}",
+            description="Storage calls waiting for a pooled connection",
+        )
+
+    def _pseudonym(self, value: str) -> str:
+        """The id's keyed hash (64 bits, hex): stable under one key, not reversible."""
+        digest = hmac.digest(self._key, value.encode("utf-8", "surrogatepass"), "sha256")
+        return digest[:8].hex()
+
+    async def observe(
+        self,
+        operation: str,
+        system: str,
+        hook: Awaitable[T],
+        *,
+        session: str | None,
+        user: str | None,
+    ) -> T:
+        """A span around awaiting ``hook`` (a backend's coroutine)."""
+        call = self._start(operation, system, session, user)
+        try:
+            result = await hook
+        except BaseException as error:
+            self._end(call, error)
+            raise
+        self._end(call, None)
+        return result
+
+    @asynccontextmanager
+    async def observe_context(
+        self,
+        operation: str,
+        system: str,
+        context: AbstractAsyncContextManager[T],
+        *,
+        session: str | None,
+        user: str | None,
+    ) -> AsyncIterator[T]:
+        """A span for the life of ``context`` (a reader's snapshot transaction).
+
+        Not made the current span: a reader may be closed from another task (a stream the
+        garbage collector finalizes), where this task's context can't be restored."""
+        call = self._start(operation, system, session, user, current=False)
+        try:
+            async with context as value:
+                yield value
+        except BaseException as error:
+            self._end(call, error)
+            raise
+        self._end(call, None)
+
+    def _start(
+        self,
+        operation: str,
+        system: str,
+        session: str | None,
+        user: str | None,
+        *,
+        current: bool = True,
+    ) -> _Call:
+        # Spans by hand, not start_as_current_span: a context manager less per call.
+        measured = {"db.system.name": system, "db.operation.name": operation}
+        attributes: dict[str, Any] = dict(measured)
+        if session is not None:
+            attributes["ctxstore.session.hash"] = self.pseudonym(session)
+        if user is not None:
+            attributes["ctxstore.user.hash"] = self.pseudonym(user)
+        span = self.tracer.start_span(
+            f"ctxstore.{operation}",
+            kind=self._kinds.get(system, self._client),
+            attributes=attributes,
+            record_exception=False,  # an exception's message may quote an id
+            set_status_on_exception=False,
+        )
+        call = _Call(measured, span, time.perf_counter())
+        if current:  # the driver's spans nest under it; a retry is counted on it
+            call.tokens = (self._attach(self._in_context(span)), _call.set(call))
+        return call
+
+    def _end(self, call: _Call, error: BaseException | None) -> None:
+        elapsed = time.perf_counter() - call.started
+        otel_token, call_token = call.tokens
+        if call_token is not None:
+            _call.reset(call_token)
+            self._detach(otel_token)
+        span, measured = call.span, {**call.attributes, "ctxstore.result": "ok"}
+        ending: dict[str, Any] = {"ctxstore.retries": call.retries}
+        if call.reasons:
+            ending["ctxstore.retry.reasons"] = tuple(call.reasons)
+        # GeneratorExit: a stream's consumer stopped early, not a failure.
+        if error is not None and not isinstance(error, GeneratorExit):
+            measured["error.type"] = type(error).__name__  # the class only: never a message
+            if isinstance(error, ConflictError):  # expected under optimistic locking
+                measured["ctxstore.result"] = "conflict"
+                self.conflicts.add(1, call.attributes)
+            elif isinstance(error, asyncio.CancelledError):
+                measured["ctxstore.result"] = "cancelled"
+            else:
+                measured["ctxstore.result"] = "error"
+                span.set_status(self._error_status)
+            ending["error.type"] = measured["error.type"]
+        ending["ctxstore.result"] = measured["ctxstore.result"]
+        span.set_attributes(ending)
+        span.end()
+        self.duration.record(elapsed, measured)
+
+
+#: The telemetry in force; None (the default) means off.  Read once per storage call.
+active: Telemetry | None = None
+_environment_read = False
+
+
+def enable(
+    *,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    key: bytes | None = None,
+) -> Telemetry:
+    """Turn telemetry on, with the given providers (default: OpenTelemetry's global ones).
+
+    ``key``: the HMAC key of exported ids (at least 16 bytes; default
+    ``CTXSTORE_TELEMETRY_KEY`` as hex, else random for this process).
+    """
+    global active  # noqa: PLW0603  (the one switch every storage call reads)
+    try:
+        from opentelemetry import metrics, trace  # noqa: F401, PLC0415
+    except ImportError as error:
+        raise ConfigurationError(
+            "telemetry needs OpenTelemetry: pip install 'ctxstore[telemetry]'"
+        ) from error
+    for provider, method in ((tracer_provider, "get_tracer"), (meter_provider, "get_meter")):
+        if provider is not None and not callable(getattr(provider, method, None)):
+            raise ConfigurationError(
+                f"telemetry: a {method.removeprefix('get_')} provider must have {method}(), "
+                f"not {type(provider).__name__}"
+            )
+    active = Telemetry(tracer_provider, meter_provider, _check_key(key))
+    return active
+
+
+def disable() -> None:
+    global active  # noqa: PLW0603
+    active = None
+
+
+def retried(reason: str) -> None:
+    """Count one more attempt of the current storage call (``reason``: why)."""
+    telemetry = active
+    if telemetry is None:
+        return
+    call = _call.get()
+    attributes = {"ctxstore.retry.reason": reason}
+    if call is not None:
+        call.retries += 1
+        if reason not in call.reasons:
+            call.reasons.append(reason)
+        attributes |= call.attributes
+    telemetry.retries.add(1, attributes)
+
+
+def from_environment() -> None:
+    """Enable telemetry once if ``CTXSTORE_TELEMETRY`` asks for it (on each new Store)."""
+    global _environment_read  # noqa: PLW0603
+    if _environment_read:
+        return
+    value = os.environ.get(ENV, "").strip().lower()
+    if value not in _ON | _OFF:
+        raise ConfigurationError(f"{ENV} must be 1 or 0 (on/off), not {value[:20]!r}")
+    if value in _ON and active is None:
+        enable()
+    _environment_read = True
+
+
+def _check_key(key: bytes | None) -> bytes:
+    if key is None:
+        text = os.environ.get(KEY_ENV, "").strip()
+        if not text:
+            return secrets.token_bytes(32)
+        try:
+            key = bytes.fromhex(text)
+        except ValueError:
+            raise ConfigurationError(
+                f"{KEY_ENV} must be hex digits (its value not shown)"
+            ) from None
+    if not isinstance(key, bytes) or len(key) < 16:
+        raise ConfigurationError("the telemetry key must be at least 16 bytes (32 hex digits)")
+    return key
+
+
+# -- observable instruments: read the registered objects when a reader collects --------------
+
+
+def _fallback_states(options: CallbackOptions) -> Iterable[Observation]:
+    from opentelemetry.metrics import Observation  # noqa: PLC0415
+
+    if active is None:
+        return []
+    counts: Counter[tuple[str, str]] = Counter()
+    journals = set()
+    for fallback in list(_fallbacks):
+        counts[fallback.journal_name, fallback.mode] += 1
+        journals.add(fallback.journal_name)
+    return [
+        Observation(
+            counts[journal, mode],
+            {"ctxstore.fallback.journal": journal, "ctxstore.fallback.mode": mode},
+        )
+        for journal in sorted(journals)
+        for mode in MODES
+    ]
+
+
+def _pool_gauge(attribute: str) -> Any:
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        from opentelemetry.metrics import Observation  # noqa: PLC0415
+
+        if active is None:
+            return []
+        totals: Counter[str] = Counter()
+        for pool in list(_pools):
+            # Storages sharing an engine each have their own turns: one figure per pool.
+            totals[pool.pool_name] += getattr(pool, attribute)
+        return [
+            Observation(total, {"db.client.connection.pool.name": name})
+            for name, total in sorted(totals.items())
+        ]
+
+    return observe
