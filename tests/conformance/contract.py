@@ -348,6 +348,21 @@ class VersionedContract(StorageContract):
     ) -> None:
         assert isinstance(storage, VersionedStorage)
 
+    async def test_newest_reads_the_last_messages_oldest_first(
+        self, storage: VersionedStorage
+    ) -> None:
+        stored = [message for index in range(6) for message in turn(index)]
+        await storage.save("newest", stored)
+        assert await storage.newest("newest", 3) == stored[-3:]
+        assert await storage.newest("newest", 100) == stored
+        assert await storage.newest("newest", 0) == []
+        assert await storage.newest("missing", 5) == []
+        await storage.append("newest", turn(6))
+        assert await storage.newest("newest", 2) == turn(6)
+        for bad in (-1, 1.5, "3", True):
+            with pytest.raises(InvalidInputError, match="limit"):
+                await storage.newest("newest", bad)  # type: ignore[arg-type]
+
     # -- versions and appends ---------------------------------------------------------
 
     async def test_every_save_returns_the_next_version(self, storage: VersionedStorage) -> None:

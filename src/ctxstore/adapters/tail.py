@@ -22,14 +22,7 @@ POP_ATTEMPTS = 100
 
 async def newest(storage: VersionedStorage, session_id: str, limit: int) -> list[Message]:
     """The session's last ``limit`` messages, oldest first (``limit`` >= 0)."""
-    if limit == 0:
-        return []
-    async with storage.reader(session_id) as reader:
-        head = await reader.head()
-        if not head.message_count:
-            return []
-        found = await reader.newest(head.message_count, limit)
-    return [stored.message for stored in reversed(found)]
+    return await storage.newest(session_id, limit)
 
 
 async def pop_newest(

@@ -197,6 +197,11 @@ class SessionReader(Protocol):
 class VersionedStorage(ContextStorage, Protocol):
     """The whole consultation: versions, appends, summaries, state, profiles, snapshots."""
 
+    async def newest(self, session_id: str, limit: int) -> list[Message]:
+        """The session's last ``limit`` messages, oldest first; ``[]`` for a missing one.
+        Costs the same whatever the session's length."""
+        ...
+
     async def version(self, session_id: str) -> int:
         """The session's version; 0 when it does not exist."""
         ...

@@ -168,6 +168,11 @@ class FallbackStorage(AsyncClosing):
     async def load(self, session_id: str) -> list[Message]:
         return await self._read(lambda store: store.load(session_id), _session(session_id))
 
+    async def newest(self, session_id: str, limit: int) -> list[Message]:
+        return await self._read(
+            lambda store: store.newest(session_id, limit), _session(session_id)
+        )
+
     async def version(self, session_id: str) -> int:
         key = _session(session_id)
         version = await self._read(lambda store: store.version(session_id), key)

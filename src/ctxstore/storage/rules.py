@@ -106,6 +106,13 @@ def check_write(
     return check_expected_version(expected_version)
 
 
+def check_limit(limit: object) -> int:
+    """A count of newest messages to read: an int >= 0 (0 reads nothing)."""
+    if type(limit) is not int or limit < 0:
+        raise InvalidInputError(f"limit must be a non-negative int, not {limit!r}")
+    return limit
+
+
 def check_batch_size(batch_size: object) -> int:
     if type(batch_size) is not int or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive int, not {batch_size!r}")

@@ -135,6 +135,23 @@ class Store(AsyncClosing, ABC):
         rules.check_session_id(session_id, self.limits)
         return await self._traced("load", self._load(session_id), session_id)
 
+    async def newest(self, session_id: str, limit: int) -> list[Message]:
+        """The session's last ``limit`` messages, oldest first; ``[]`` for a missing one.
+        Costs the same whatever the session's length."""
+        rules.check_session_id(session_id, self.limits)
+        if rules.check_limit(limit) == 0:
+            return []
+        return await self._traced("newest", self._newest(session_id, limit), session_id)
+
+    async def _newest(self, session_id: str, limit: int) -> list[Message]:
+        """Through a reader (one snapshot); a backend may do it in one query."""
+        async with self._reader(session_id) as reader:
+            head = await reader.head()
+            if not head.message_count:
+                return []
+            found = await reader.newest(head.message_count, limit)
+        return [stored.message for stored in reversed(found)]
+
     async def version(self, session_id: str) -> int:
         """The session's version; 0 when it does not exist."""
         rules.check_session_id(session_id, self.limits)

@@ -562,6 +562,16 @@ SELECT {_READ_WITH_COUNTS} FROM messages AS m
  ORDER BY seq DESC LIMIT :limit""",
 )
 
+# The newest :limit messages of a live session in one statement (one round trip, one
+# snapshot): what a framework's "last N messages" asks for.
+NEWEST_OF_SESSION = Statement(
+    "newest of session",
+    f"""
+SELECT {_READ_WITH_COUNTS} FROM messages AS m
+ WHERE m.session_id = :sid AND {_LIVE_SESSION}
+ ORDER BY m.seq DESC LIMIT :limit""",
+)
+
 # The same, cut after the first message whose stored count no longer fits :budget: the
 # window sum streams over the backward index scan, so at most :limit rows are read, and
 # only the ones the window needs are sent.  Counts in another encoding than the reader's

@@ -551,6 +551,14 @@ class PostgresStorage(Store):
         self.knowledge.after_load(session_id, known)
         return loaded
 
+    async def _newest(self, session_id: str, limit: int) -> list[Message]:
+        found = await self._connections.read(
+            "newest", "fetch", sql.NEWEST_OF_SESSION, sid=session_id, limit=limit
+        )
+        keys = await self._keys_for(rows.sealed_key_ids(found)) if found else None
+        opened = rows.open_messages(found[::-1], keys, session_id)
+        return rows_to_messages(opened, session_id=session_id)
+
     async def _version(self, session_id: str) -> int:
         current = await self._connections.read(
             "version", "fetchval", sql.SESSION_VERSION, sid=session_id
