@@ -62,6 +62,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_core
 	$(BIN)/python -m benchmarks.bench_versions
 	$(BIN)/python -m benchmarks.bench_legacy
+	$(BIN)/python -m benchmarks.bench_go_interop
 	$(BIN)/python -m benchmarks.bench_context
 	$(BIN)/python -m benchmarks.bench_fairness
 	$(BIN)/python -m benchmarks.bench_streaming

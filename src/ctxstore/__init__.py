@@ -55,6 +55,7 @@ from ctxstore.errors import (
     TooManyMessagesError,
     UnsupportedFormatError,
 )
+from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.models import (
     ConsultationState,
     Message,
@@ -113,6 +114,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CONTEXT_VERSION",
+    "GO_SERVICE",
     "NEW_SESSION",
     "CompressionStrategy",
     "ConfigurationError",
@@ -134,6 +136,7 @@ __all__ = [
     "EncryptionKeyError",
     "EngineSettings",
     "FallbackStorage",
+    "GoLayout",
     "History",
     "InputTooLargeError",
     "InvalidInputError",

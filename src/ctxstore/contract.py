@@ -4,24 +4,41 @@ Field names are fixed by the contract (docs/context-contract.md).  Versioning: a
 bumps the minor version (compatible), removing or renaming bumps the major.  A receiver
 checks ``meta.context_version`` first: the same major is accepted (unknown newer-minor
 fields are ignored), another major or a malformed version raises ContractVersionError.
+
+The JSON Schema (context-contract-1.0.0.schema.json, ``ctxstore contract schema``) is the
+one definition of what a receiver accepts: ``parse_contract`` checks a document against it
+(ctxstore/schemacheck.py) before building the models, so the two never disagree.  Field
+types follow the contract's declared receiver models: ``pain_level`` is text, ``null`` for
+any list is an empty list (what Go marshals for a nil slice).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-from datetime import datetime
+from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from ctxstore.errors import ContractVersionError, InvalidInputError
 from ctxstore.models import ConsultationState, Role, UserProfile
+from ctxstore.schemacheck import SchemaProblem, check
 from ctxstore.tokens import element_json
 
 CONTEXT_VERSION = "1.0.0"
 SUPPORTED_MAJOR = 1
-_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+_SCHEMA: dict[str, Any] = json.loads(
+    resources.files("ctxstore")
+    .joinpath(f"context-contract-{CONTEXT_VERSION}.schema.json")
+    .read_text(encoding="utf-8")
+)
+_TIMESTAMP = re.compile(_SCHEMA["$defs"]["Timestamp"]["pattern"])
+#: The consultation state's fields at this version, all a 1.0.0 receiver knows.
+STATE_FIELDS: tuple[str, ...] = tuple(_SCHEMA["$defs"]["ConsultationState"]["properties"])
 
 
 class _ContractModel(BaseModel):
@@ -33,18 +50,15 @@ class ContractMessage(_ContractModel):
     role: Role
     content: StrictStr
     turn_id: StrictStr
-    #: ISO 8601 with a UTC offset, kept as written so the JSON round-trips byte for byte.
+    #: RFC 3339 with a UTC offset, kept as written so the JSON round-trips byte for byte.
     timestamp: StrictStr
 
     @field_validator("timestamp")
     @classmethod
-    def _aware_iso_8601(cls, value: str) -> str:
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError as error:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from error
-        if parsed.utcoffset() is None:
-            raise ValueError(f"timestamp needs a UTC offset: {value!r}")
+    def _rfc_3339(cls, value: str) -> str:
+        # search, as the schema's pattern is applied; a newline is refused as the schema does
+        if not _TIMESTAMP.search(value) or "\n" in value:
+            raise ValueError(f"not an RFC 3339 time with a UTC offset: {value!r}")
         return value
 
 
@@ -62,9 +76,14 @@ class ContractContext(_ContractModel):
     user_profile: UserProfile | None = None
     retrieved_knowledge: list[KnowledgeItem] | None = None
 
+    @field_validator("recent_messages", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value  # Go marshals a nil slice as null
+
 
 class ContractMeta(_ContractModel):
-    context_version: StrictStr = CONTEXT_VERSION
+    context_version: StrictStr
     token_budget: int = Field(gt=0)
     included_message_count: int = Field(ge=0)
     summary_version: int = Field(ge=0)
@@ -85,7 +104,7 @@ class ContextContract(_ContractModel):
 
 
 def _major(version: object) -> int:
-    if not isinstance(version, str) or not _VERSION.match(version):
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
         raise ContractVersionError(
             f"meta.context_version {version!r} is not a MAJOR.MINOR.PATCH version"
         )
@@ -93,16 +112,16 @@ def _major(version: object) -> int:
 
 
 def parse_contract(data: str | bytes | dict[str, Any]) -> ContextContract:
-    """Receive a contract: check its version, then validate it.
+    """Receive a contract: check its version, then the JSON Schema, then build it.
 
     Same major as this code: accepted (unknown newer-minor fields ignored).  Another
-    major, or a version that doesn't parse: ContractVersionError.  Anything else wrong:
-    InvalidInputError.
+    major, or a version that is missing or doesn't parse: ContractVersionError.  Anything
+    else the schema refuses: InvalidInputError, saying where.
     """
     if isinstance(data, str | bytes):
         try:
             data = json.loads(data)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise InvalidInputError(f"the contract is not JSON: {error}") from error
     if not isinstance(data, dict):
         raise InvalidInputError("the contract must be a JSON object")
@@ -115,19 +134,29 @@ def parse_contract(data: str | bytes | dict[str, Any]) -> ContextContract:
             f"understands {SUPPORTED_MAJOR}.x only"
         )
     try:
-        return ContextContract.model_validate(data)
-    except ValidationError as error:
+        document = check(_SCHEMA, data)
+    except SchemaProblem as problem:
+        raise InvalidInputError(f"invalid Context Contract: {problem}") from None
+    except RecursionError:
+        raise InvalidInputError("invalid Context Contract: nested too deeply") from None
+    try:
+        return ContextContract.model_validate(document)
+    except ValidationError as error:  # the schema admits nothing the models refuse
         raise InvalidInputError(f"invalid Context Contract: {error}") from error
 
 
 def contract_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the contract, for the Go side to share the type contract."""
-    schema = ContextContract.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://ctxstore.dev/schemas/context-contract/{CONTEXT_VERSION}.json"
-    schema["title"] = f"Context Contract {CONTEXT_VERSION}"
-    schema["x-context-version"] = CONTEXT_VERSION
-    return schema
+    """The JSON Schema of the contract, for the Go side to share the type contract; the
+    very schema parse_contract checks documents against."""
+    return copy.deepcopy(_SCHEMA)
+
+
+def state_document(state: ConsultationState) -> dict[str, Any]:
+    """``state`` as a 1.0.0 contract carries it: the fields of this version only.  A
+    receiver may refuse fields it doesn't know (Go's DisallowUnknownFields), so the other
+    fields a state stores stay out until a minor version adds them."""
+    document = state.document()
+    return {name: document[name] for name in STATE_FIELDS if name in document}
 
 
 # -- the canonical serialization ---------------------------------------------------------------

@@ -21,6 +21,7 @@ from pydantic import (
 
 from ctxstore.errors import InvalidInputError, InvalidMessageError
 from ctxstore.textcheck import json_problem, text_problem
+from ctxstore.timestamps import parse_timestamp
 
 DocumentT = TypeVar("DocumentT")
 
@@ -100,6 +101,13 @@ class Message(BaseModel):
         except ValidationError as error:
             raise InvalidMessageError(_describe(error), position=position) from error
 
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _exact_timestamp(cls, value: Any) -> Any:
+        # pydantic would drop digits below the microsecond; Go and isoformat text is read
+        # exactly or refused (ctxstore/timestamps.py)
+        return parse_timestamp(value) if isinstance(value, str) else value
+
     @field_validator("content", "turn_id", "name")
     @classmethod
     def _storable_text(cls, value: str | None) -> str | None:
@@ -121,7 +129,12 @@ class Message(BaseModel):
         # Compare fields only: the cached digest is not part of a message's identity.
         if not isinstance(other, Message):
             return NotImplemented
-        return self.__dict__ == other.__dict__
+        if self.__dict__ != other.__dict__:
+            return False
+        # datetimes compare instants: the same instant in another UTC offset is another
+        # timestamp here (what is stored keeps the offset).
+        mine, theirs = self.timestamp, other.timestamp
+        return mine is None or theirs is None or mine.utcoffset() == theirs.utcoffset()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -215,7 +228,7 @@ def construct_trusted(
 # -- consultation documents ---------------------------------------------------------------
 
 #: Formats this code writes (docs/legacy-formats.md).
-STATE_FORMAT = 2
+STATE_FORMAT = 3
 SUMMARY_FORMAT = 1
 PROFILE_FORMAT = 1
 
@@ -275,7 +288,7 @@ def _plain_json_problem(name: object, value: Any) -> str | None:
 
 
 class ConsultationState(_Document):
-    """The structured state of a consultation (format 2, the Context Contract example)."""
+    """The structured state of a consultation (format 3, the Context Contract example)."""
 
     stage: StrictStr = Field(min_length=1)
     chief_complaint: StrictStr | None = None
@@ -283,13 +296,47 @@ class ConsultationState(_Document):
     symptoms: list[StrictStr] = Field(default_factory=list)
     duration: StrictStr | None = None
     aggravating_factors: list[StrictStr] = Field(default_factory=list)
-    pain_level: int | None = Field(default=None, ge=0, le=10)
+    #: Text, as the contract's receivers declare it ("moderate", "7"); a number 0-10 given
+    #: as an int is kept as its text (analytics still gets the number: pain_number).
+    pain_level: StrictStr | None = None
     swelling: bool | None = None
     trauma: bool | None = None
     red_flags: list[StrictStr] = Field(default_factory=list)
     missing_slots: list[StrictStr] = Field(default_factory=list)
     last_question: StrictStr | None = None
     pending_answer_for: list[StrictStr] = Field(default_factory=list)
+
+    @field_validator(
+        "body_parts",
+        "symptoms",
+        "aggravating_factors",
+        "red_flags",
+        "missing_slots",
+        "pending_answer_for",
+        mode="before",
+    )
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value  # Go marshals a nil slice as null
+
+    @field_validator("pain_level", mode="before")
+    @classmethod
+    def _pain_level_text(cls, value: Any) -> Any:
+        if type(value) is float and value.is_integer():  # JSON's 7.0 is the number 7
+            value = int(value)
+        if type(value) is int:
+            if not 0 <= value <= 10:
+                raise ValueError("a pain level given as a number must be 0-10")
+            return str(value)
+        return value
+
+
+def pain_number(pain_level: str | None) -> int | None:
+    """The 0-10 number a pain level's text is, if it is one (for the typed column)."""
+    text = (pain_level or "").strip()
+    if text.isascii() and text.isdigit() and int(text) <= 10:
+        return int(text)
+    return None
 
 
 class UserProfile(_Document):
@@ -299,6 +346,11 @@ class UserProfile(_Document):
     gender: StrictStr | None = None
     exercise_habit: StrictStr | None = None
     known_limitations: list[StrictStr] = Field(default_factory=list)
+
+    @field_validator("known_limitations", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value  # Go marshals a nil slice as null
 
 
 class Summary(BaseModel):

@@ -15,8 +15,9 @@ with the session's version.  Then, per session:
 
 Every write carries the version its decision was made on, so a concurrent writer makes
 the import read again and decide again: it never overwrites what it did not see.  A
-session that can't be read is reported and skipped; it never stops the others.  See
-docs/legacy-formats.md.
+session that can't be read, or that PostgreSQL refuses (a timestamp it can't hold
+exactly), is reported as failed; it never stops the others.  Redis's ``null`` (Go's nil
+slice) is a session without messages.  See docs/legacy-formats.md.
 """
 
 from __future__ import annotations
@@ -326,6 +327,9 @@ async def _import_one(
         )
     except CtxStoreError as error:
         report.failed.append(f"{name!r}: {error}")
+        return
+    except Exception as error:  # one session's surprise never stops the rest
+        report.failed.append(f"{name!r}: unexpected {type(error).__name__}: {error}")
         return
     outcome = decision.outcome
     if outcome is Outcome.IMPORTED:

@@ -6,12 +6,18 @@ Python, then written in one short transaction that only applies if the row is st
 the version that was read (optimistic concurrency).  Upgrading changes a row's format,
 not its meaning, so versions are not bumped and no writer sees a conflict because of it.
 A session whose version moved meanwhile is simply read again.
+
+It also repairs message times stored as -infinity or infinity (an earlier ctxstore sent
+Go's zero and maximum times through asyncpg, which stores exactly those two instants so):
+each gets back the instant it stood for, in its own UTC offset.  One whose offset puts
+that instant outside years 1-9999 can't be repaired and is reported as failed.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta, timezone
 
 from ctxstore.db.errors import translated
 from ctxstore.errors import CtxStoreError
@@ -21,6 +27,7 @@ from ctxstore.progress import Progress
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.rewrite import upgrade_session_messages
 from ctxstore.storage.postgres.statement import Driver
+from ctxstore.timestamps import FIRST_INSTANT, LAST_INSTANT, postgres_timestamp
 from ctxstore.tokens import TokenCounter
 
 
@@ -32,6 +39,8 @@ class UpgradeReport:
     sessions_upgraded: int = 0
     states_upgraded: int = 0
     history_upgraded: int = 0
+    #: Message times stored as +-infinity, given back the instant they stood for.
+    timestamps_repaired: int = 0
     retried: int = 0
     failed: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -45,7 +54,8 @@ class UpgradeReport:
             f"upgraded {self.rows_upgraded:,} rows in {self.seconds:.1f} s: "
             f"{self.messages_upgraded:,} messages in {self.sessions_upgraded:,} sessions, "
             f"{self.states_upgraded:,} consultation states, "
-            f"{self.history_upgraded:,} state-history rows",
+            f"{self.history_upgraded:,} state-history rows; "
+            f"{self.timestamps_repaired:,} infinite message times repaired",
             f"retried after concurrent writes: {self.retried:,}; failed: {len(self.failed):,}",
         ]
         lines += [f"  failed: {reason}" for reason in self.failed[:20]]
@@ -89,6 +99,37 @@ async def _upgrade_states(driver: Driver, table: str, report: UpgradeReport, bat
                 report.retried += 1  # moved on meanwhile: the new row is already current
 
 
+async def _repair_timestamps(driver: Driver, report: UpgradeReport, batch: int) -> int:
+    done = 0
+    after: tuple[str, int] = ("", -1)
+    while True:
+        found = await sql.INFINITE_TIMESTAMPS.fetch(
+            driver, after_session=after[0], after_seq=after[1], batch_size=batch
+        )
+        if not found:
+            break
+        for row in found:
+            session_id, position, late = row["session_id"], row["seq"], row["late"]
+            after = (session_id, position)
+            offset = row["ts_offset"] or 0
+            try:
+                instant = LAST_INSTANT if late else FIRST_INSTANT
+                moment = instant.astimezone(timezone(timedelta(seconds=offset)))
+            except (ValueError, OverflowError):
+                report.failed.append(
+                    f"session {session_id!r} message {position}: stored as "
+                    f"{'infinity' if late else '-infinity'} with UTC offset {offset} s, "
+                    "which is no time in years 1-9999: not repaired"
+                )
+                continue
+            status = await sql.REPAIR_TIMESTAMP.execute(
+                driver, sid=session_id, seq=position, ts=postgres_timestamp(moment)
+            )
+            done += status.endswith(" 1")
+    await sql.REPAIR_ACTIVITY_TIMES.execute(driver)
+    return done
+
+
 async def upgrade_data(
     driver: Driver,
     *,
@@ -102,11 +143,16 @@ async def upgrade_data(
     started = time.monotonic()
     with translated("upgrade-data"):
         pending = int(await sql.COUNT_LEGACY_MESSAGES.fetchval(driver, current=MESSAGE_FORMAT))
+        pending += int(await sql.COUNT_INFINITE_TIMESTAMPS.fetchval(driver))
         for table in sql.STATE_TABLES:
             pending += int(
                 await sql.COUNT_LEGACY_STATES[table].fetchval(driver, current=STATE_FORMAT)
             )
         progress = Progress("upgrading rows", pending) if show else None
+        # First: a legacy row with an infinite time could not be read to be upgraded.
+        report.timestamps_repaired = await _repair_timestamps(driver, report, batch_size)
+        if progress:
+            progress.advance(report.timestamps_repaired)
         sessions = [
             row["session_id"]
             for row in await sql.SESSIONS_WITH_LEGACY_MESSAGES.fetch(driver, current=MESSAGE_FORMAT)

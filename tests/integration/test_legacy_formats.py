@@ -20,6 +20,7 @@ from ctxstore import (
     UnsupportedFormatError,
 )
 from ctxstore.formats.messages import message_from_document
+from ctxstore.models import STATE_FORMAT
 from ctxstore.storage.postgres.rewrite import write_back_messages
 from ctxstore.upgrade import upgrade_data
 
@@ -178,7 +179,7 @@ async def test_state_format_1_upgrades_and_keeps_everything_else(
     )
     (change,) = await pg_storage.state_history("c")
     assert change.state.red_flags == [] and change.state.aggravating_factors == []
-    await sql(pg_storage, "UPDATE consultation_states SET format_version = 3")
+    await sql(pg_storage, f"UPDATE consultation_states SET format_version = {STATE_FORMAT + 1}")
     with pytest.raises(UnsupportedFormatError):
         await pg_storage.load_state("c")
 

@@ -106,7 +106,7 @@ def test_four_kinds_declared_with_the_models_constants() -> None:
         ("user profile", PROFILE_FORMAT),
     ]
     assert sorted(MESSAGES.steps) == [0, 1]
-    assert sorted(STATES.steps) == [1]
+    assert sorted(STATES.steps) == [1, 2]
     assert SUMMARIES.steps == {} and PROFILES.steps == {}
     for kind in KINDS:  # every step leads towards the current format, none past it
         assert all(version < kind.current for version in kind.steps)

@@ -26,6 +26,7 @@ from ctxstore.contract import (
     ContextContract,
     KnowledgeItem,
     serialize_parts,
+    state_document,
 )
 from ctxstore.errors import ContractBudgetError, InvalidInputError
 from ctxstore.models import ConsultationState
@@ -99,7 +100,9 @@ class ContextBuilder:
                 "user_message": user_message,
                 "context": {
                     "recent_messages": [],
-                    "consultation_state": (state.value if state else self.initial_state).document(),
+                    "consultation_state": state_document(
+                        state.value if state else self.initial_state
+                    ),
                     **({"user_profile": profile.value.document()} if profile else {}),
                 },
                 "meta": {

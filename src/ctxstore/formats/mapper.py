@@ -30,6 +30,7 @@ from ctxstore.errors import CorruptDataError, InvalidInputError, UnsupportedForm
 from ctxstore.models import (
     MESSAGE_FORMAT,
     PROFILE_FORMAT,
+    ROLES,
     STATE_FORMAT,
     SUMMARY_FORMAT,
     ConsultationState,
@@ -86,16 +87,16 @@ class FormatKind(Generic[ModelT]):
         if not isinstance(document, dict):
             self._fail(CorruptDataError, f"not a JSON object but {type(document).__name__}", where)
         for version in range(format_version, self.current):
-            step = self.steps.get(version)
-            if step is None:
+            if version not in self.steps:
                 problem = (
                     f"unknown format {format_version}"
                     if version == format_version
                     else f"no upgrade from format {version} to {version + 1}"
                 )
                 self._fail(CorruptDataError, problem, where)
-            document = step(document)
         try:
+            for version in range(format_version, self.current):
+                document = self.steps[version](document)
             return self.build(document)
         except InvalidInputError as error:
             self._fail(CorruptDataError, f"does not validate: {error}", where, cause=error)
@@ -126,26 +127,65 @@ class FormatKind(Generic[ModelT]):
 
 #: The fields of the current Message; anything else in a document moves to metadata.
 MESSAGE_FIELDS = frozenset(("role", "content", "name", "turn_id", "timestamp", "metadata"))
+# A key names a field whatever its case and underscores: Go writes an untagged struct's
+# field names (TurnID), a tagged one's snake_case (turn_id) or camelCase (turnId).
+_FIELD_OF_KEY = {name.replace("_", ""): name for name in MESSAGE_FIELDS}
+
+
+def message_field(key: object) -> str | None:
+    """The Message field a serialized message's key names, or None."""
+    if not isinstance(key, str):
+        return None
+    return _FIELD_OF_KEY.get(key.replace("_", "").casefold())
+
+
+def canonical_message(document: Document) -> Document:
+    """Each key that names a field under that field's name; every other key in metadata.
+
+    The field's own name wins over another spelling of it, which then stays in metadata
+    (with ``TurnID`` and ``turn_id`` both present, nothing is dropped).  ``null`` metadata
+    (Go's nil map) is empty; a key both at the top level and in metadata, with different
+    values, is refused rather than one of them lost.  Role values are lower-cased.
+    """
+    # ctxstore's own keys (the common case) have nothing to move
+    fields = document if document.keys() <= MESSAGE_FIELDS else _moved_to_metadata(document)
+    role, metadata = fields.get("role"), fields.get("metadata")
+    if metadata is None or (isinstance(role, str) and role not in ROLES):
+        fields = {**fields, "metadata": {} if metadata is None else metadata}
+        if isinstance(role, str):  # roles match without regard to case, in every format
+            fields["role"] = role.lower()
+    return fields
+
+
+def _moved_to_metadata(document: Document) -> Document:
+    fields: Document = {}
+    unknown: Document = {}
+    for key, value in document.items():
+        field = message_field(key)
+        if field is None or (key != field and (field in document or field in fields)):
+            unknown[key] = value
+        else:
+            fields[field] = value
+    metadata = fields.get("metadata")
+    if unknown and (metadata is None or isinstance(metadata, dict)):
+        merged = dict(metadata or {})
+        for key, value in unknown.items():
+            if key in merged and merged[key] != value:
+                raise InvalidInputError(
+                    f"{key!r} is both a field and a metadata key, with different values"
+                )
+            merged[key] = value
+        fields["metadata"] = merged
+    return fields
 
 
 def _message_0_to_1(document: Document) -> Document:
-    """Go's encoding/json keys (``Role``, ``Content``, ``Name``) -> lower-case keys.
+    """Go's encoding/json keys (``Role``, ``TurnID``, ``turnId``...) -> the field names.
 
     Keys and role values match case-insensitively; keys we do not know move to metadata.
+    Turn ids and timestamps, where the Go struct had them, are carried along.
     """
-    upgraded: Document = {}
-    metadata: dict[str, Any] = dict(document.get("metadata") or {})
-    for key, value in document.items():
-        lowered = key.lower()
-        if lowered in ("role", "content", "name"):
-            upgraded[lowered] = value
-        elif key != "metadata":
-            metadata[key] = value
-    role = upgraded.get("role")
-    if isinstance(role, str):
-        upgraded["role"] = role.lower()
-    upgraded["metadata"] = metadata
-    return upgraded
+    return canonical_message(document)
 
 
 def _message_1_to_2(document: Document) -> Document:
@@ -154,17 +194,9 @@ def _message_1_to_2(document: Document) -> Document:
 
 
 def keep_unknown_in_metadata(document: Document) -> Document:
-    """Fields the current Message doesn't have move to metadata instead of being dropped."""
-    unknown = [key for key in document if key not in MESSAGE_FIELDS]
-    if not unknown:
-        return document
-    metadata = document.get("metadata")
-    kept = dict(metadata) if isinstance(metadata, dict) else {}
-    known = {key: value for key, value in document.items() if key in MESSAGE_FIELDS}
-    for key in unknown:
-        kept.setdefault(key, document[key])
-    known["metadata"] = kept
-    return known
+    """Fields the current Message doesn't have move to metadata instead of being dropped
+    (Message reads a timestamp's text exactly: ctxstore/timestamps.py)."""
+    return canonical_message(document)
 
 
 def _build_message(document: Document) -> Message:
@@ -211,6 +243,15 @@ def _state_1_to_2(document: Document) -> Document:
     }
 
 
+def _state_2_to_3(document: Document) -> Document:
+    """Format 3's pain_level is text, as the contract's receivers declare it: a number
+    0-10 becomes its text (any other value is left for validation to refuse)."""
+    pain = document.get("pain_level")
+    if type(pain) is int and 0 <= pain <= 10:
+        return {**document, "pain_level": str(pain)}
+    return document
+
+
 def _build_state(document: Document) -> ConsultationState:
     state: ConsultationState = ConsultationState.parse(document)
     return state
@@ -224,7 +265,7 @@ def _build_profile(document: Document) -> UserProfile:
 STATES: FormatKind[ConsultationState] = FormatKind(
     name="consultation state",
     current=STATE_FORMAT,
-    steps={1: _state_1_to_2},
+    steps={1: _state_1_to_2, 2: _state_2_to_3},
     build=_build_state,
     row={"session_id": ""},
 )

@@ -127,6 +127,13 @@ def _restore_offset(stamp: datetime | None, offset: int | None) -> datetime | No
     return stamp.astimezone(zone)
 
 
+def _infinity(stamp: object) -> str:
+    # asyncpg reads -infinity as datetime.min and infinity as datetime.max, both naive.
+    if stamp == datetime.min:
+        return "-infinity"
+    return "infinity" if stamp == datetime.max else repr(stamp)
+
+
 def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
     """Map ``messages`` rows (starting with MESSAGE_COLUMN_ORDER) to Messages.
 
@@ -181,6 +188,9 @@ def _build_messages(rows: Sequence[Any], session_id: str) -> list[Message]:
         elif type(metadata) is not dict:
             append(row_to_message(row[:end], session_id=session_id, position=position))
             continue
+        if stamp is not None and stamp.tzinfo is None:  # +-infinity, which asyncpg reads naive
+            append(row_to_message(row[:end], session_id=session_id, position=position))
+            continue
         if offset:
             if offset != last_offset:
                 found = shifts.get(offset)
@@ -222,6 +232,13 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
     if metadata is not None and not isinstance(metadata, dict):
         raise CorruptDataError(
             "message metadata is not an object", session_id=session_id, position=position
+        )
+    if stamp is not None and (not isinstance(stamp, datetime) or stamp.tzinfo is None):
+        raise CorruptDataError(
+            f"stored timestamp is {_infinity(stamp)}, not a time: an earlier ctxstore stored "
+            "Go's zero or maximum time so; `ctxstore upgrade-data` repairs it",
+            session_id=session_id,
+            position=position,
         )
     try:
         stamp = _restore_offset(stamp, offset)

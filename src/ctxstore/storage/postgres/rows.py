@@ -37,12 +37,14 @@ from ctxstore.models import (
     Versioned,
     digest_of,
     full_digest,
+    pain_number,
 )
 from ctxstore.storage import rules
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, MetadataWatch, StoredList
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.rules import Limits
+from ctxstore.timestamps import activity_time, postgres_timestamp
 from ctxstore.tokens import TokenCounter
 
 EMPTY_HASH = hashlib.sha256(b"").digest()
@@ -104,7 +106,8 @@ MESSAGE_VALUES: dict[str, Callable[[Batch], list[Any]]] = {
     "role": lambda b: [m.role for m in b.messages],
     "content": lambda b: [m.content if b.key is None else "" for m in b.messages],
     "turn_id": lambda b: [m.turn_id for m in b.messages],
-    "ts": lambda b: [m.timestamp for m in b.messages],
+    # text, not datetimes: asyncpg sends Go's zero and maximum times as -infinity/infinity
+    "ts": lambda b: [postgres_timestamp(m.timestamp) for m in b.messages],
     "ts_offset": _offsets,
     "name": lambda b: [m.name for m in b.messages],
     # the connection's jsonb codec takes JSON text; NULL spares decoding {} on every load
@@ -160,8 +163,8 @@ def activity(new: Sequence[Message], whole: Sequence[Message]) -> dict[str, Any]
     first and last message of ``whole`` (None: the server's time)."""
     return {
         "turns": sum(1 for message in new if message.role == "user"),
-        "first_ts": whole[0].timestamp if whole else None,
-        "last_ts": whole[-1].timestamp if whole else None,
+        "first_ts": activity_time(whole[0].timestamp) if whole else None,
+        "last_ts": activity_time(whole[-1].timestamp) if whole else None,
     }
 
 
@@ -344,7 +347,7 @@ def state_values(
         "body_parts": list(state.body_parts),
         "symptoms": list(state.symptoms),
         "red_flags": list(state.red_flags),
-        "pain_level": state.pain_level,
+        "pain_level": pain_number(state.pain_level),  # the column is a number, the text isn't
         "duration": state.duration,
         "document": document,
         "format_version": STATE_FORMAT,

@@ -67,7 +67,9 @@ def _new_messages() -> str:
     arrays = ["(:new_seq)::int[]"]
     for name in MESSAGE_WRITE_COLUMNS:
         column_type = messages.c[name].type.compile(dialect=_DIALECT)
-        arrays.append(f"(:new_{name})::{column_type}[]")
+        # ts comes as ISO text (rows.py): asyncpg would send two instants as infinities
+        source = f"(:new_{name})::text[]" if name == "ts" else f"(:new_{name})"
+        arrays.append(f"{source}::{column_type}[]")
     names = ", ".join(("seq", *MESSAGE_WRITE_COLUMNS))
     return f"unnest({', '.join(arrays)}) AS m({names})"
 
@@ -852,3 +854,50 @@ RETURNING key_id""",
 COUNT_RETIRED = Statement(
     "count retired keys", "SELECT count(*) FROM data_keys WHERE retired_at IS NOT NULL"
 )
+# upgrade-data: asyncpg sends exactly Go's zero time (0001-01-01T00:00:00Z) and
+# 9999-12-31T23:59:59.999999Z as -infinity and infinity, and ctxstore once sent message
+# times as datetimes; ``late``: infinity.  (Times go as text now: _new_messages.)
+INFINITE_TIMESTAMPS = Statement(
+    "messages stored with an infinite time",
+    """
+SELECT session_id, seq, ts = 'infinity' AS late, ts_offset FROM messages
+ WHERE ts IN ('infinity', '-infinity') AND (session_id, seq) > (:after_session, :after_seq)
+ ORDER BY session_id, seq LIMIT :batch_size""",
+)
+
+COUNT_INFINITE_TIMESTAMPS = Statement(
+    "count infinite message times",
+    "SELECT count(*) FROM messages WHERE ts IN ('infinity', '-infinity')",
+)
+
+# The time it stood for, as text; the session row first, as every write.  Not a new
+# version: the row gets back what was written.
+REPAIR_TIMESTAMP = Statement(
+    "repair an infinite message time",
+    """
+WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
+UPDATE messages SET ts = (:ts)::text::timestamptz
+ WHERE session_id = :sid AND seq = :seq AND ts IN ('infinity', '-infinity')
+   AND EXISTS (SELECT FROM locked)""",
+)
+
+# The activity columns took those times too: one microsecond inwards, as writes now do
+# (ctxstore/timestamps.activity_time).
+REPAIR_ACTIVITY_TIMES = Statement(
+    "repair infinite session activity times",
+    """
+UPDATE sessions
+   SET first_activity_at = CASE WHEN first_activity_at = '-infinity'
+                                THEN timestamptz '0001-01-01 00:00:00.000001+00'
+                                WHEN first_activity_at = 'infinity'
+                                THEN timestamptz '9999-12-31 23:59:59.999998+00'
+                                ELSE first_activity_at END,
+       last_activity_at = CASE WHEN last_activity_at = '-infinity'
+                               THEN timestamptz '0001-01-01 00:00:00.000001+00'
+                               WHEN last_activity_at = 'infinity'
+                               THEN timestamptz '9999-12-31 23:59:59.999998+00'
+                               ELSE last_activity_at END
+ WHERE first_activity_at IN ('infinity', '-infinity')
+    OR last_activity_at IN ('infinity', '-infinity')""",
+)
+

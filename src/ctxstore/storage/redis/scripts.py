@@ -18,10 +18,16 @@ local function version_of(exists)
   return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
 
--- Messages in the stored array; nil when it is not a JSON array.
+-- Go marshals a nil []Message as null: a session without messages.
+local function is_null(raw)
+  return string.find(raw, '^%s*null%s*$') ~= nil
+end
+
+-- Messages in the stored array (0 for null); nil when it is not a JSON array.
 local function message_count(raw)
   local meta = redis.call('HMGET', KEYS[3], 'count', 'bytes')
   if meta[1] and tonumber(meta[2]) == #raw then return tonumber(meta[1]) end
+  if is_null(raw) then return 0 end
   if not string.find(raw, '^%s*%[') then return nil end
   local ok, decoded = pcall(cjson.decode, raw)
   if not ok or type(decoded) ~= 'table' then return nil end
@@ -90,6 +96,8 @@ if not raw then
   value = '[' .. ARGV[1] .. ']'
 elseif added == 0 then
   value = raw
+elseif is_null(raw) then
+  value = '[' .. ARGV[1] .. ']'
 else
   local body = string.match(raw, '^(.*)%]%s*$')
   if body == nil then return {-1, 0} end

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ctxstore.errors import CorruptDataError, SessionNotFoundError
+from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.models import (
     PROFILE_FORMAT,
     STATE_FORMAT,
@@ -42,6 +43,8 @@ class RedisStorage(Store):
     """The storage contract on Redis (redis-py's asyncio client), in the Go layout.
 
     ``ttl``: sessions expire this long after their last message write (None: never).
+    ``layout``: the Go message struct that reads these values (formats/layouts.py;
+    default: the original service's); what is written, that struct reads without loss.
     """
 
     def __init__(
@@ -53,10 +56,12 @@ class RedisStorage(Store):
         limits: Limits = DEFAULT_LIMITS,
         token_counter: TokenCounter | None = None,
         owns_client: bool = False,
+        layout: GoLayout = GO_SERVICE,
     ) -> None:
         super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
         self._client = client
         self.prefix = prefix
+        self.layout = layout
         self._owns_client = owns_client
         self._ttl_ms = max(1, int(self.ttl.total_seconds() * 1000)) if self.ttl else 0
         self._save_script = client.register_script(scripts.SAVE)
@@ -106,12 +111,11 @@ class RedisStorage(Store):
         expected: int | None,
         user_id: str | None,
     ) -> int:
+        value = values.messages_json(messages, self.layout)  # refuses what Go can't hold
         with translated_redis("save"):
             accepted, version = await self._save_script(
                 keys=self.session_keys(session_id),
-                args=scripts.write_args(
-                    values.messages_json(messages), len(messages), expected, user_id, self._ttl_ms
-                ),
+                args=scripts.write_args(value, len(messages), expected, user_id, self._ttl_ms),
             )
         if not accepted:
             raise rules.stale_session(session_id, int(version), expected)
@@ -120,7 +124,7 @@ class RedisStorage(Store):
     async def _append(
         self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
     ) -> int:
-        elements = values.messages_json(messages)[1:-1]  # without the brackets
+        elements = values.messages_json(messages, self.layout)[1:-1]  # without the brackets
         args = scripts.write_args(elements, len(messages), expected, user_id, self._ttl_ms)
         with translated_redis("append"):
             status, value = await self._append_script(

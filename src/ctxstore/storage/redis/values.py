@@ -1,10 +1,11 @@
 """Stored values to models and back: the JSON of messages, summaries, states and
 profiles, and the hashes and script replies that hold them.
 
-Messages are written in the current format (plus ``format_version``): Go's encoding/json
-matches keys case-insensitively and ignores the extra ones.  Messages the Go service
-wrote (format 0) are upgraded when loaded (docs/legacy-formats.md).  Anything that does
-not parse is a CorruptDataError.
+Messages are written in the current format (plus ``format_version``) under the keys of
+the Go struct the store's layout names (formats/layouts.py), so that struct reads them.
+Whatever Go wrote loads: any struct's keys, ``null`` for a nil slice (an empty session),
+older formats upgraded (docs/legacy-formats.md).  Anything that does not parse is a
+CorruptDataError.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 
 from ctxstore.errors import CorruptDataError
 from ctxstore.formats.documents import load_profile, load_state, load_summary
+from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.formats.mapper import FORMAT_KEY
-from ctxstore.formats.messages import message_from_document, message_to_document
+from ctxstore.formats.messages import message_from_document
 from ctxstore.models import (
     SUMMARY_FORMAT,
     ConsultationState,
@@ -37,9 +39,9 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def messages_json(messages: Sequence[Message]) -> str:
-    """The messages as one JSON array, in the current format."""
-    return dumps([message_to_document(message) for message in messages])
+def messages_json(messages: Sequence[Message], layout: GoLayout = GO_SERVICE) -> str:
+    """The messages as one JSON array, in the current format, for ``layout``'s struct."""
+    return dumps([layout.document(message, position) for position, message in enumerate(messages)])
 
 
 def summary_json(
@@ -63,6 +65,8 @@ def summary_json(
 def parse_session_value(raw: bytes | str, session_id: str) -> list[Message]:
     """A stored JSON array of messages, any known format, -> current Messages."""
     documents = parse_json(raw, session_id, "messages")
+    if documents is None:  # Go marshals a nil slice as null: its Load reads no messages
+        return []
     if not isinstance(documents, list):
         raise CorruptDataError(
             f"expected a JSON array of messages, got {type(documents).__name__}",

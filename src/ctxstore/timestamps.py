@@ -1,0 +1,114 @@
+"""Message timestamps as text, exactly: what Go and Python write, read without change.
+
+ctxstore keeps an instant with its UTC offset, to the microsecond (a datetime; on
+PostgreSQL a timestamptz plus the offset in seconds).  Go's encoding/json writes
+``time.Time`` as RFC 3339 with up to nine fractional digits; Python's isoformat writes up to
+six and may put seconds in the offset.  :func:`parse_timestamp` reads both without
+altering them: text that could only be read by changing it (digits below the microsecond,
+a year outside 1-9999) is refused.  :func:`go_timestamp` writes what Go's
+``MarshalJSON`` would for the same time, and :func:`postgres_timestamp` what PostgreSQL
+reads exactly.  Nothing here depends on the process's time zone.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from ctxstore.errors import InvalidMessageError
+
+# Date and time, a fraction of any length, and an offset: Z, +hh:mm, +hhmm or (Python)
+# +hh:mm:ss[.ffffff].  Only ASCII digits ([0-9], not \d, which matches any script's).
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:[.,]([0-9]+))?"
+    r"(?:([Zz])|([+-])([0-9]{2}):?([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,6}))?)?)?"
+)
+
+#: The first and last instants a datetime (and so ctxstore) holds, in UTC.  asyncpg sends
+#: exactly these two as -infinity and infinity, which is why rows carry them as text.
+FIRST_INSTANT = datetime(1, 1, 1, tzinfo=UTC)
+LAST_INSTANT = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def parse_timestamp(text: str) -> datetime | str:
+    """The exact datetime ``text`` writes, or ``text`` itself when it is not an ISO 8601
+    time with an offset (the model then rejects it, or reads another form as before).
+
+    InvalidMessageError when it is one but could only be held by changing it.
+    """
+    found = _TIMESTAMP.fullmatch(text)
+    if found is None or (found[8] is None and found[9] is None):
+        return text
+    fraction = found[7]
+    if fraction is not None and len(fraction) > 6:
+        if fraction[6:].strip("0"):
+            raise InvalidMessageError(
+                f"timestamp {text!r} has digits below the microsecond: ctxstore keeps "
+                "microseconds, so it would be changed (Go: t.Truncate(time.Microsecond))"
+            )
+        text = text[: found.start(7) + 6] + text[found.end(7) :]
+    if found[8] == "z":
+        text = text[:-1] + "Z"
+    # fromisoformat (C, exact to the microsecond) reads what the pattern admits, but
+    # takes a minute of 60 for an hour: the pattern's groups are checked first.
+    if found[9] is not None and (found[11] > "59" or (found[12] or "00") > "59"):
+        raise InvalidMessageError(f"timestamp {found[0]!r} has no such UTC offset")
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError as error:
+        raise InvalidMessageError(
+            f"timestamp {found[0]!r} is not a time ctxstore can hold: {error}"
+        ) from error
+
+
+def go_timestamp(moment: datetime) -> str:
+    """What Go's ``time.Time.MarshalJSON`` writes for ``moment``: RFC 3339, ``Z`` for UTC,
+    the fraction without trailing zeros.
+
+    RFC 3339 offsets are whole minutes; Go drops an offset's seconds and so writes another
+    instant: InvalidMessageError instead (the storage rules already refuse such offsets).
+    """
+    offset = moment.utcoffset()
+    if offset is None:
+        raise InvalidMessageError(f"timestamp {moment.isoformat()} has no UTC offset")
+    text = (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}".rstrip("0")
+    if not offset:
+        return text + "Z"
+    minutes, rest = divmod(abs(offset), timedelta(minutes=1))
+    if rest:
+        raise InvalidMessageError(
+            f"timestamp {moment.isoformat()}: RFC 3339 (Go) has no seconds in a UTC offset"
+        )
+    sign = "-" if offset < timedelta(0) else "+"
+    return f"{text}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def postgres_timestamp(moment: datetime | None) -> str | None:
+    """``moment`` as the text a timestamptz reads exactly, whatever the session's TimeZone.
+
+    Sent as text because asyncpg sends the first and last instants as -infinity and
+    infinity; in UTC, because PostgreSQL refuses offsets of 16 hours or more, which Go and
+    Python allow (the row keeps the offset apart).  An explicit offset leaves PostgreSQL
+    nothing to interpret.
+    """
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def activity_time(moment: datetime | None) -> datetime | None:
+    """``moment`` for a session's activity columns, sent as a datetime: the two instants
+    asyncpg would send as infinities move one microsecond inwards (a session statistic,
+    not a message's own time)."""
+    if moment is None:
+        return None
+    if moment == FIRST_INSTANT:
+        return FIRST_INSTANT + _MICROSECOND
+    if moment == LAST_INSTANT:
+        return LAST_INSTANT - _MICROSECOND
+    return moment

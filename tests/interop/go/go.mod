@@ -1,0 +1,3 @@
+module ctxstore.dev/interop
+
+go 1.19
