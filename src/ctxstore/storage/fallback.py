@@ -169,9 +169,7 @@ class FallbackStorage(AsyncClosing):
         return await self._read(lambda store: store.load(session_id), _session(session_id))
 
     async def newest(self, session_id: str, limit: int) -> list[Message]:
-        return await self._read(
-            lambda store: store.newest(session_id, limit), _session(session_id)
-        )
+        return await self._read(lambda store: store.newest(session_id, limit), _session(session_id))
 
     async def version(self, session_id: str) -> int:
         key = _session(session_id)

@@ -900,4 +900,3 @@ UPDATE sessions
  WHERE first_activity_at IN ('infinity', '-infinity')
     OR last_activity_at IN ('infinity', '-infinity')""",
 )
-
