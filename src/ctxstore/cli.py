@@ -54,7 +54,7 @@ def _db_settings_parsers(
     return roles, group
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - a block per command
     parser = argparse.ArgumentParser(
         prog="ctxstore", description="Durable conversation context on PostgreSQL."
     )
@@ -141,6 +141,7 @@ def _build_parser() -> argparse.ArgumentParser:
     erase = commands.add_parser(
         "erase-user",
         help="erase every session of a user (messages, summaries, states) and the profile",
+    _add_serve(commands)
     )
     _add_database_url(erase)
     erase.add_argument("user_id", help="the user id the sessions were saved with")
@@ -210,6 +211,8 @@ def _run(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
+    if args.command == "serve":
+        return _serve(args)
 def _add_rotate_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rotate = commands.add_parser(
         "rotate-keys",
@@ -218,6 +221,75 @@ def _add_rotate_keys(commands: argparse._SubParsersAction[argparse.ArgumentParse
     _add_database_url(rotate)
     rotate.add_argument("--batch-size", type=_positive_int, default=100)
     rotate.add_argument(
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve", help="the HTTP service (needs the http extra; docs/http.md)"
+    )
+    _add_database_url(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    serve.add_argument("--port", type=_positive_int, default=8080, help="port (8080)")
+    serve.add_argument("--workers", type=_positive_int, default=1, help="processes (1)")
+    serve.add_argument(
+        "--tokens-file", type=Path, help="token grants, one a line (default: $CTXSTORE_HTTP_TOKENS)"
+    )
+    serve.add_argument("--max-body-bytes", type=_positive_int, help="default 16 MiB")
+    serve.add_argument("--pool-size", type=_positive_int, help="connections per worker (10)")
+    serve.add_argument(
+        "--graceful-timeout",
+        type=_positive_int,
+        default=30,
+        help="seconds SIGTERM waits for requests in flight (30)",
+    )
+    serve.add_argument(
+        "--keep-alive", type=_positive_int, default=75, help="idle connection seconds (75)"
+    )
+    serve.add_argument("--ssl-certfile", type=Path, help="TLS certificate chain (PEM)")
+    serve.add_argument("--ssl-keyfile", type=Path, help="TLS private key (PEM)")
+    serve.add_argument(
+        "--ssl-ca-certs", type=Path, help="require client certificates signed by these CAs"
+    )
+    serve.add_argument("--no-access-log", action="store_true", help="no line per request")
+    serve.add_argument(
+        "--new-token",
+        metavar="NAME:SCOPES",
+        help="print a new token and its grant line (e.g. go-backend:read,write), then exit",
+    )
+    serve.add_argument(
+        "--openapi", action="store_true", help="print the OpenAPI document, then exit"
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from ctxstore.http import server  # noqa: PLC0415 - the http extra
+    except ImportError as error:
+        raise ConfigurationError(
+            f"ctxstore serve needs the http extra ({error.name} is missing): "
+            "pip install 'ctxstore[http]'"
+        ) from None
+    if args.new_token:
+        return server.print_new_token(args.new_token)
+    if args.openapi:
+        return server.print_openapi()
+    return server.serve(
+        server.ServeOptions(
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            database_url=args.database_url,
+            tokens_file=args.tokens_file,
+            max_body_bytes=args.max_body_bytes,
+            pool_size=args.pool_size,
+            graceful_timeout=args.graceful_timeout,
+            keep_alive=args.keep_alive,
+            ssl_certfile=args.ssl_certfile,
+            ssl_keyfile=args.ssl_keyfile,
+            ssl_ca_certs=args.ssl_ca_certs,
+            access_log=not args.no_access_log,
+        )
+    )
+
+
         "--reencrypt",
         action="store_true",
         help="also seal every row again under fresh data keys (plaintext rows too)",

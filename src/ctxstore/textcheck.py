@@ -42,6 +42,7 @@ def utf8_size_exceeds(value: str, limit: int) -> bool:
 #: JSON numbers every peer reads exactly (Go's int64, PostgreSQL's jsonb; int64 is what
 #: the Go service writes).
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+_FLOAT_LIMIT = float(2**63)
 
 
 def json_problem(
@@ -50,8 +51,9 @@ def json_problem(
     """Why ``value`` is not a JSON value every backend stores and returns unchanged.
 
     Only JSON's own types: dict with string keys, list, str, bool, None, ints within
-    signed 64 bits and finite floats.  Tuples, sets, ranges and bytes would come back as
-    something else (or not at all), so they are refused everywhere.  Walked with a stack,
+    signed 64 bits and finite floats below 2^63 in magnitude.  Tuples, sets, ranges and
+    bytes would come back as something else (or not at all), so they are refused
+    everywhere.  Walked with a stack,
     not recursion, so no nesting can exhaust Python's; reports the first problem in
     document order.
     """
@@ -71,6 +73,10 @@ def json_problem(
         elif kind is float:
             if not math.isfinite(item):
                 return f"{where}: NaN and infinity are not JSON"
+            if not -_FLOAT_LIMIT < item < _FLOAT_LIMIT:
+                # jsonb keeps numbers as numeric and returns an integral one as an int:
+                # from 2^63 on, an int outside 64 bits, which no reader accepts.
+                return f"{where}: a number of magnitude 2^63 or more can't be stored exactly"
         elif kind is dict:
             children: list[tuple[Any, int, str]] = []
             for key, child in item.items():

@@ -471,6 +471,16 @@ CASES: list[Case] = [
         "NaN in metadata", user(metadata={"score": float("nan")}), outcome=InvalidMessageError
     ),
     rejected_messages(
+        "float of magnitude 2^63 in metadata (jsonb would return it as an int outside 64 bits)",
+        user(metadata={"score": [-1.5e80]}),
+        outcome=InvalidMessageError,
+    ),
+    accepted_messages(
+        "float just below 2^63 in metadata",
+        user(metadata={"score": 9.2e18}),
+        outcome_text="stored",
+    ),
+    rejected_messages(
         "unknown role", {"role": "doctor", "content": "x"}, outcome=InvalidMessageError
     ),
     rejected_messages(

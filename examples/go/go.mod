@@ -1,0 +1,3 @@
+module ctxstore.example/consult
+
+go 1.19

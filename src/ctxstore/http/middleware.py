@@ -1,0 +1,177 @@
+"""What every request goes through before its route: authentication, the body size
+limit, timing, the access log, and the last-resort 500.
+
+A plain ASGI middleware (no per-request task or body buffering).  The token is checked
+here, before a byte of the body is read or parsed: an unauthenticated client gets 401
+whatever it sends.  The route then checks the token's scope (ctxstore.http.security).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ctxstore.http.auth import TokenRegistry
+from ctxstore.http.metrics import Metrics
+from ctxstore.http.problems import BODY_TOO_LARGE, INTERNAL, UNAUTHORIZED, problem_response
+from ctxstore.redaction import redact
+
+PRINCIPAL_KEY = "ctxstore.principal"
+#: Answered before routing (401, 413 by Content-Length): no route template to label with.
+UNROUTED = "-"
+CHALLENGE = 'Bearer realm="ctxstore"'
+#: The status metrics and the access log give a request whose client left (nginx's 499).
+CLIENT_CLOSED = 499
+
+access_log = logging.getLogger("ctxstore.http.access")
+error_log = logging.getLogger("ctxstore.http")
+
+
+class BodyTooLarge(HTTPException):
+    """Raised by receive() once a body passes the limit (FastAPI re-raises HTTPExceptions
+    met while it reads a body, where it would turn anything else into a 400)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than the limit of {limit} bytes")
+
+
+class ServiceMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        tokens: TokenRegistry,
+        metrics: Metrics,
+        max_body_bytes: int,
+        log_requests: bool = True,
+    ) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+        self.log_requests = log_requests
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        state = _Exchange(send)
+        principal = "-"
+        try:
+            name, length = self._read_headers(scope)
+            if name is None:
+                await _answer(scope, receive, state, _unauthorized())
+            elif length is not None and length > self.max_body_bytes:
+                await _answer(scope, receive, state, self._too_large())
+            else:
+                principal = name
+                await self.app(scope, self._limited(receive), state.send)
+        except ClientDisconnect:
+            # The client went away while its body was read: nobody to answer, no bug.
+            state.status = CLIENT_CLOSED
+        except Exception as error:
+            # A bug (ctxstore errors have their handler): its traceback, redacted, for the
+            # operator; the client learns nothing of it.
+            error_log.error(
+                "unhandled %s on %s %s:\n%s",
+                type(error).__name__,
+                scope.get("method"),
+                route_of(scope),
+                redact("".join(traceback.format_exception(error, chain=False))),
+            )
+            if not state.started:
+                await _answer(scope, receive, state, problem_response(INTERNAL))
+        finally:
+            seconds = time.perf_counter() - started
+            route = route_of(scope)
+            self.metrics.observe(route, scope["method"], state.status, seconds)
+            if self.log_requests:
+                access_log.info(
+                    "%s %s %d %.1fms by %s",
+                    scope["method"],
+                    route,
+                    state.status,
+                    seconds * 1000,
+                    principal,
+                )
+
+    def _read_headers(self, scope: Scope) -> tuple[str | None, int | None]:
+        """The token's name (None: no valid token; else its Principal is put in the
+        scope) and the declared body length."""
+        authorization = length = None
+        for key, value in scope["headers"]:
+            if key == b"authorization":
+                authorization = value
+            elif key == b"content-length":
+                length = value
+        name = None
+        if authorization is not None:
+            scheme, _, token = authorization.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                found = self.tokens.authenticate(token.strip())
+                if found is not None:
+                    scope[PRINCIPAL_KEY] = found
+                    name = found.name
+        declared = int(length) if length is not None and length.isdigit() else None
+        return name, declared
+
+    def _too_large(self) -> Any:
+        return problem_response(
+            BODY_TOO_LARGE,
+            f"the request body is larger than the limit of {self.max_body_bytes} bytes",
+        )
+
+    def _limited(self, receive: Receive) -> Receive:
+        limit = self.max_body_bytes
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        return limited
+
+
+class _Exchange:
+    """Remembers the response's status as it is sent."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.status = 500
+        self.started = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = int(message["status"])
+            self.started = True
+        await self._send(message)
+
+
+async def _answer(scope: Scope, receive: Receive, state: _Exchange, response: Any) -> None:
+    await response(scope, receive, state.send)
+
+
+def _unauthorized() -> Any:
+    return problem_response(
+        UNAUTHORIZED,
+        "send Authorization: Bearer <token> with a token this server knows",
+        {"WWW-Authenticate": CHALLENGE},
+    )
+
+
+def route_of(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path.replace(":ctxstore_id}", "}") if isinstance(path, str) else UNROUTED

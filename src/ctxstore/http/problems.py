@@ -1,0 +1,203 @@
+"""Errors as RFC 9457 problem details: one stable ``type`` per ctxstore error.
+
+A 4xx problem's ``detail`` is the ctxstore error's message, which only ever speaks of the
+caller's own input.  A 5xx problem's ``detail`` is fixed text: the error behind it may
+quote the driver, an address or a file, none of which a client needs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import Response
+
+from ctxstore.errors import (
+    ConfigurationError,
+    ConflictError,
+    ContractBudgetError,
+    ContractVersionError,
+    CorruptDataError,
+    CtxStoreError,
+    DatabaseNotFoundError,
+    DataError,
+    DataKeyDestroyedError,
+    EncryptionKeyError,
+    InputTooLargeError,
+    InvalidInputError,
+    InvalidMessageError,
+    InvalidSessionIdError,
+    MessageTooLargeError,
+    MigrationError,
+    SchemaMissingError,
+    SessionNotFoundError,
+    StorageError,
+    StorageTimeoutError,
+    StorageUnavailableError,
+    TokenizerUnavailableError,
+    TooManyMessagesError,
+    UnsupportedFormatError,
+)
+
+TYPE_BASE = "https://ctxstore.dev/problems/"
+MEDIA_TYPE = "application/problem+json"
+
+
+@dataclass(frozen=True)
+class ProblemType:
+    slug: str
+    title: str
+    status: int
+    #: For 5xx: the detail every such response gives (None: the error's own message).
+    fixed_detail: str | None = None
+
+    @property
+    def uri(self) -> str:
+        return TYPE_BASE + self.slug
+
+
+_UNAVAILABLE = "PostgreSQL is unavailable or did not answer in time; retry later"
+_INTERNAL = "the server failed to complete the request; the operator's log says why"
+
+#: Every ctxstore error class with its problem type; an error takes its nearest class's.
+ERROR_TYPES: dict[type[CtxStoreError], ProblemType] = {
+    InvalidInputError: ProblemType("invalid-input", "Invalid input", 422),
+    InvalidSessionIdError: ProblemType("invalid-session-id", "Invalid session id", 422),
+    InvalidMessageError: ProblemType("invalid-message", "Invalid message", 422),
+    ContractBudgetError: ProblemType("contract-budget", "Token budget too small", 422),
+    ContractVersionError: ProblemType("contract-version", "Unsupported contract version", 422),
+    InputTooLargeError: ProblemType("input-too-large", "Input too large", 413),
+    MessageTooLargeError: ProblemType("message-too-large", "Message too large", 413),
+    TooManyMessagesError: ProblemType("too-many-messages", "Too many messages", 413),
+    SessionNotFoundError: ProblemType("session-not-found", "Session not found", 404),
+    # 412 when the request had a precondition (If-Match, If-None-Match: *), else 409.
+    ConflictError: ProblemType("conflict", "Version conflict", 409),
+    StorageUnavailableError: ProblemType(
+        "storage-unavailable", "Storage unavailable", 503, _UNAVAILABLE
+    ),
+    StorageTimeoutError: ProblemType("storage-timeout", "Storage timeout", 503, _UNAVAILABLE),
+    MigrationError: ProblemType(
+        "migration-error", "Schema not ready", 503, "the database schema is not ready"
+    ),
+    SchemaMissingError: ProblemType(
+        "schema-missing",
+        "Schema missing or behind",
+        503,
+        "the database schema is missing or behind this server's: run `ctxstore db upgrade`",
+    ),
+    StorageError: ProblemType("storage-error", "Storage error", 500, _INTERNAL),
+    DataError: ProblemType("data-error", "Stored data unreadable", 500, _INTERNAL),
+    CorruptDataError: ProblemType("corrupt-data", "Stored data corrupt", 500, _INTERNAL),
+    UnsupportedFormatError: ProblemType(
+        "unsupported-format", "Stored data in a newer format", 500, _INTERNAL
+    ),
+    ConfigurationError: ProblemType("configuration-error", "Server misconfigured", 500, _INTERNAL),
+    DatabaseNotFoundError: ProblemType(
+        "database-not-found", "Database not found", 503, "the configured database does not exist"
+    ),
+    EncryptionKeyError: ProblemType("encryption-key", "Encryption key missing", 500, _INTERNAL),
+    # The user was erased while the write was in flight (the store retried once already).
+    DataKeyDestroyedError: ProblemType("data-key-destroyed", "User erased during the write", 409),
+    TokenizerUnavailableError: ProblemType(
+        "tokenizer-unavailable", "Tokenizer unavailable", 500, _INTERNAL
+    ),
+    CtxStoreError: ProblemType("internal-error", "Internal error", 500, _INTERNAL),
+}
+
+# Problems of the HTTP layer itself (not ctxstore errors).
+MALFORMED = ProblemType("malformed-request", "Malformed request", 400)
+UNAUTHORIZED = ProblemType("unauthorized", "Unauthorized", 401)
+FORBIDDEN = ProblemType("forbidden", "Forbidden", 403)
+NOT_FOUND = ProblemType("not-found", "Not found", 404)
+METHOD_NOT_ALLOWED = ProblemType("method-not-allowed", "Method not allowed", 405)
+BODY_TOO_LARGE = ProblemType("body-too-large", "Request body too large", 413)
+UNSUPPORTED_MEDIA_TYPE = ProblemType("unsupported-media-type", "Unsupported media type", 415)
+INTERNAL = ProblemType("internal-error", "Internal error", 500, _INTERNAL)
+
+HTTP_TYPES = (
+    MALFORMED,
+    UNAUTHORIZED,
+    FORBIDDEN,
+    NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    BODY_TOO_LARGE,
+    UNSUPPORTED_MEDIA_TYPE,
+)
+
+
+def problem_type_of(error: CtxStoreError) -> ProblemType:
+    for cls in type(error).__mro__:
+        found = ERROR_TYPES.get(cls)
+        if found is not None:
+            return found
+    return ERROR_TYPES[CtxStoreError]
+
+
+class Problem(Exception):
+    """Raised by the HTTP layer to answer with a problem (caught by the app's handler)."""
+
+    def __init__(
+        self,
+        kind: ProblemType,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
+        **extensions: Any,
+    ) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.headers = headers or {}
+        self.extensions = extensions
+
+    def response(self) -> Response:
+        return problem_response(self.kind, self.detail, self.headers, **self.extensions)
+
+
+def problem_response(
+    kind: ProblemType,
+    detail: str | None = None,
+    headers: dict[str, str] | None = None,
+    *,
+    status: int | None = None,
+    **extensions: Any,
+) -> Response:
+    code = status or kind.status
+    body = {
+        "type": kind.uri,
+        "title": kind.title,
+        "status": code,
+        "detail": kind.fixed_detail or detail or kind.title,
+        **extensions,
+    }
+    return Response(
+        json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        status_code=code,
+        headers=headers,
+        media_type=MEDIA_TYPE,
+    )
+
+
+def error_response(error: CtxStoreError, *, conditional: bool, retry_after: int) -> Response:
+    """The problem for a ctxstore error raised by a request (``conditional``: it had
+    If-Match or If-None-Match: *, so a version conflict is a failed precondition)."""
+    kind = problem_type_of(error)
+    headers: dict[str, str] = {}
+    extensions: dict[str, Any] = {}
+    status = kind.status
+    if isinstance(error, ConflictError):
+        status = 412 if conditional else 409
+        current = error.current_version
+        if current is not None:
+            extensions["current_version"] = current
+            if current > 0:
+                headers["ETag"] = etag(current)
+    if status == 503:
+        headers["Retry-After"] = str(retry_after)
+    return problem_response(kind, error.message, headers, status=status, **extensions)
+
+
+def etag(version: int) -> str:
+    """A version as a strong entity tag."""
+    return f'"{version}"'

@@ -1,0 +1,385 @@
+"""The v1 resources: a session's messages, summary, consultation state and context, and a
+user's profile.  Each handler translates HTTP to one library call and back: the
+preconditions become ``expected_version`` (ctxstore.http.conditions), the version comes
+back as the ETag, and ctxstore's errors become problems (ctxstore.http.app).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pydantic_core
+from fastapi import Header, Path, Query, Request
+from pydantic import BaseModel
+from starlette.convertors import PathConvertor, register_url_convertor
+from starlette.responses import Response
+
+from ctxstore.context.builder import ContextBuilder
+from ctxstore.context.compression import TokenBudget
+from ctxstore.errors import SessionNotFoundError
+from ctxstore.http.bodies import parse, request_body
+from ctxstore.http.conditions import ETAG_PATTERN, not_modified, write_expectation
+from ctxstore.http.docs import BODY, problems, read_responses, write_responses
+from ctxstore.http.problems import MALFORMED, NOT_FOUND, Problem, etag
+from ctxstore.http.registry import Routes
+from ctxstore.http.schemas import (
+    ContextRequest,
+    ContextResponse,
+    MessagesOut,
+    SummaryIn,
+    SummaryOut,
+    WriteMessages,
+    Written,
+)
+from ctxstore.http.security import guarded
+from ctxstore.models import ConsultationState, UserProfile
+from ctxstore.storage.rules import DEFAULT_LIMITS
+from ctxstore.storage.store import Store
+
+_MAX_ID = DEFAULT_LIMITS.max_session_id_length
+SessionId = Annotated[str, Path(min_length=1, max_length=_MAX_ID, description="The session id")]
+UserId = Annotated[str, Path(min_length=1, max_length=_MAX_ID, description="The user id")]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        pattern=ETAG_PATTERN,
+        description='Write only if the stored version is this one, e.g. "7" (else 412)',
+    ),
+]
+IfNoneMatchWrite = Annotated[
+    str | None,
+    Header(
+        alias="If-None-Match",
+        pattern=r"^\*$",
+        description="*: write only if the resource does not exist yet (else 412)",
+    ),
+]
+IfNoneMatchRead = Annotated[
+    str | None,
+    Header(
+        alias="If-None-Match",
+        max_length=1024,
+        description='304 when one of these tags is the current version: "7", "6" or *',
+    ),
+]
+
+
+class _AnyText(PathConvertor):
+    """An id in a path is any text the library accepts: newlines and slashes included
+    (percent-encoded by the client), which Starlette's ``path`` (``.*``) would refuse."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("ctxstore_id", _AnyText())
+
+JSON = "application/json"
+SESSION = "/v1/sessions/{session_id:ctxstore_id}"
+router = Routes()
+
+
+def _with(scope: str, body: type[BaseModel]) -> dict[str, Any]:
+    """A route's scope and its JSON body's schema (parsed by the handler: bodies.parse)."""
+    return {"openapi_extra": {**guarded(scope), **request_body(body)}}
+
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def _json(body: Any, version: int | None = None, status: int = 200) -> Response:
+    headers = {"ETag": etag(version)} if version is not None else None
+    return Response(
+        pydantic_core.to_json(body), status_code=status, headers=headers, media_type=JSON
+    )
+
+
+def _not_modified(version: int) -> Response:
+    return Response(status_code=304, headers={"ETag": etag(version)})
+
+
+def _written(version: int, created: bool) -> Response:
+    return _json({"version": version}, version, 201 if created else 200)
+
+
+# -- messages ---------------------------------------------------------------------------------
+
+
+@router.get(
+    SESSION + "/messages",
+    operation_id="get_messages",
+    summary="The session's messages, or the newest that fit a token budget",
+    response_model=MessagesOut,
+    responses=read_responses(),
+    openapi_extra=guarded("read"),
+)
+async def get_messages(
+    request: Request,
+    session_id: SessionId,
+    if_none_match: IfNoneMatchRead = None,
+    token_budget: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=2**31 - 1,
+            description="Only the newest messages whose contract tokens fit this budget",
+        ),
+    ] = None,
+) -> Response:
+    store = _store(request)
+    if token_budget is not None:
+        window = await TokenBudget(token_budget).window(store, session_id, store.token_counter)
+        version, messages, total = window.version, window.messages, window.total_messages
+        first, tokens = window.first_position, window.token_count
+    else:
+        async with store.reader(session_id) as reader:
+            head = await reader.head()
+            version, total, first, tokens = head.version, head.message_count, 0, None
+            if not head.exists or not_modified(if_none_match, version):
+                messages = []
+            else:
+                messages = await reader.span(0, total)
+    if version == 0:
+        raise SessionNotFoundError(session_id=session_id)
+    if not_modified(if_none_match, version):
+        return _not_modified(version)
+    body = {
+        "session_id": session_id,
+        "version": version,
+        "total_messages": total,
+        "first_position": first,
+        "token_count": tokens,
+        "messages": messages,
+    }
+    return _json(body, version)
+
+
+@router.put(
+    SESSION + "/messages",
+    operation_id="put_messages",
+    summary="Replace the session's messages (creating the session)",
+    response_model=Written,
+    responses=write_responses(Written),
+    **_with("write", WriteMessages),
+)
+async def put_messages(
+    request: Request,
+    session_id: SessionId,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchWrite = None,
+) -> Response:
+    expected = write_expectation(if_match, if_none_match)
+    body = await parse(request, WriteMessages)
+    version = await _store(request).save(
+        session_id,
+        [message.model_dump() for message in body.messages],
+        expected_version=expected,
+        user_id=body.user_id,
+    )
+    return _written(version, version == 1)
+
+
+@router.post(
+    SESSION + "/messages",
+    operation_id="append_messages",
+    summary="Append messages after the stored ones (creating the session)",
+    response_model=Written,
+    responses=write_responses(Written),
+    **_with("write", WriteMessages),
+)
+async def append_messages(
+    request: Request,
+    session_id: SessionId,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchWrite = None,
+) -> Response:
+    expected = write_expectation(if_match, if_none_match)
+    body = await parse(request, WriteMessages)
+    version = await _store(request).append(
+        session_id,
+        [message.model_dump() for message in body.messages],
+        expected_version=expected,
+        user_id=body.user_id,
+    )
+    return _written(version, version == 1)
+
+
+@router.delete(
+    SESSION + "/messages",
+    operation_id="delete_session",
+    summary="Delete the session: messages, summaries, state (not the user's profile)",
+    description="Idempotent and unconditional (If-Match or If-None-Match: 400).",
+    status_code=204,
+    response_class=Response,
+    responses={204: {"description": "Deleted, or there was nothing to delete"}, **problems()},
+    openapi_extra=guarded("write"),
+)
+async def delete_session(request: Request, session_id: SessionId) -> Response:
+    if "if-match" in request.headers or "if-none-match" in request.headers:
+        # Refused rather than ignored: the store has no conditional delete, and a client
+        # that sent one must not believe its delete was conditional.
+        raise Problem(MALFORMED, "DELETE is unconditional: send it without If-Match")
+    await _store(request).delete(session_id)
+    return Response(status_code=204)
+
+
+# -- summary ----------------------------------------------------------------------------------
+
+
+@router.get(
+    SESSION + "/summary",
+    operation_id="get_summary",
+    summary="The session's latest summary",
+    response_model=SummaryOut,
+    responses=read_responses(),
+    openapi_extra=guarded("read"),
+)
+async def get_summary(
+    request: Request, session_id: SessionId, if_none_match: IfNoneMatchRead = None
+) -> Response:
+    summary = await _store(request).load_summary(session_id)
+    if summary is None:
+        raise Problem(NOT_FOUND, "the session has no summary (or does not exist)")
+    if not_modified(if_none_match, summary.summary_version):
+        return _not_modified(summary.summary_version)
+    return _json(summary, summary.summary_version)
+
+
+@router.put(
+    SESSION + "/summary",
+    operation_id="put_summary",
+    summary="Store the session's next summary version",
+    response_model=SummaryOut,
+    responses=write_responses(SummaryOut, 404),
+    **_with("write", SummaryIn),
+)
+async def put_summary(
+    request: Request,
+    session_id: SessionId,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchWrite = None,
+) -> Response:
+    expected = write_expectation(if_match, if_none_match)
+    body = await parse(request, SummaryIn)
+    summary = await _store(request).save_summary(
+        session_id,
+        body.text,
+        covers_until=body.covers_until,
+        token_count=body.token_count,
+        expected_version=expected,
+    )
+    version = summary.summary_version
+    return _json(summary, version, 201 if version == 1 else 200)
+
+
+# -- consultation state -------------------------------------------------------------------------
+
+
+@router.get(
+    SESSION + "/state",
+    operation_id="get_state",
+    summary="The session's consultation state",
+    response_model=ConsultationState,
+    responses=read_responses(),
+    openapi_extra=guarded("read"),
+)
+async def get_state(
+    request: Request, session_id: SessionId, if_none_match: IfNoneMatchRead = None
+) -> Response:
+    stored = await _store(request).load_state(session_id)
+    if stored is None:
+        raise Problem(NOT_FOUND, "the session has no consultation state (or does not exist)")
+    if not_modified(if_none_match, stored.version):
+        return _not_modified(stored.version)
+    return _json(stored.value.document(), stored.version)
+
+
+@router.put(
+    SESSION + "/state",
+    operation_id="put_state",
+    summary="Replace the session's consultation state (the session must exist)",
+    response_model=Written,
+    responses=write_responses(Written, 404),
+    **_with("write", ConsultationState),
+)
+async def put_state(
+    request: Request,
+    session_id: SessionId,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchWrite = None,
+) -> Response:
+    expected = write_expectation(if_match, if_none_match)
+    state = await parse(request, ConsultationState)
+    version = await _store(request).save_state(session_id, state, expected_version=expected)
+    return _written(version, version == 1)
+
+
+# -- context ------------------------------------------------------------------------------------
+
+
+@router.post(
+    SESSION + "/context",
+    operation_id="build_context",
+    summary="The Context Contract for the next LLM call, within a token budget",
+    response_model=ContextResponse,
+    responses={
+        200: {"description": "The Context Contract (docs/context-contract.md)"},
+        **problems(*BODY),
+    },
+    **_with("read", ContextRequest),
+)
+async def build_context(request: Request, session_id: SessionId) -> Response:
+    body = await parse(request, ContextRequest)
+    builder: ContextBuilder = request.app.state.builder
+    contract = await builder.build(
+        session_id,
+        body.turn_id,
+        body.user_message,
+        retrieved_knowledge=[item.model_dump() for item in body.retrieved_knowledge],
+        token_budget=body.token_budget,
+    )
+    return Response(contract.to_json(), media_type=JSON)
+
+
+# -- user profiles ------------------------------------------------------------------------------
+
+
+@router.get(
+    "/v1/users/{user_id:ctxstore_id}/profile",
+    operation_id="get_profile",
+    summary="The user's profile",
+    response_model=UserProfile,
+    responses=read_responses(),
+    openapi_extra=guarded("read"),
+)
+async def get_profile(
+    request: Request, user_id: UserId, if_none_match: IfNoneMatchRead = None
+) -> Response:
+    stored = await _store(request).load_profile(user_id)
+    if stored is None:
+        raise Problem(NOT_FOUND, "the user has no profile")
+    if not_modified(if_none_match, stored.version):
+        return _not_modified(stored.version)
+    return _json(stored.value.document(), stored.version)
+
+
+@router.put(
+    "/v1/users/{user_id:ctxstore_id}/profile",
+    operation_id="put_profile",
+    summary="Replace the user's profile",
+    response_model=Written,
+    responses=write_responses(Written),
+    **_with("write", UserProfile),
+)
+async def put_profile(
+    request: Request,
+    user_id: UserId,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchWrite = None,
+) -> Response:
+    expected = write_expectation(if_match, if_none_match)
+    profile = await parse(request, UserProfile)
+    version = await _store(request).save_profile(user_id, profile, expected_version=expected)
+    return _written(version, version == 1)

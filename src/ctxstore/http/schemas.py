@@ -1,0 +1,148 @@
+"""The JSON the service takes and gives that the library has no model for.
+
+Consultation states and profiles travel as the library's own models (ctxstore.models);
+a message is the library's fields in a strict model of its own (see MessageIn).  The rest
+is what only the service has (a version in a body, a window's position).  Request bodies
+are validated strictly (ctxstore.http.bodies); responses are serialized from the
+library's values.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
+
+from ctxstore.contract import ContextContract
+from ctxstore.models import Role
+
+_AWARE: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)
+
+
+def _timestamp_text(value: str) -> str:
+    """RFC 3339 with a UTC offset; the text itself goes on to the library, which keeps
+    it exactly (or refuses it, e.g. below the microsecond)."""
+    try:
+        _AWARE.validate_python(value)
+    except ValidationError:
+        raise ValueError("not an RFC 3339 timestamp with a UTC offset") from None
+    return value
+
+
+Timestamp = Annotated[
+    StrictStr,
+    AfterValidator(_timestamp_text),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MessageIn(_Request):
+    """A message as a client sends it: the fields of ctxstore.models.Message (a test
+    keeps the two the same), validated strictly (Message's own constructor is lax)."""
+
+    role: Role
+    content: StrictStr
+    turn_id: StrictStr | None = None
+    #: RFC 3339 with a UTC offset; read back with the offset it was written with.
+    timestamp: Timestamp | None = None
+    name: StrictStr | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class WriteMessages(_Request):
+    """PUT replaces the session's messages with these; POST appends them."""
+
+    messages: list[MessageIn]
+    #: The user the session belongs to (kept from the first write that gives one).
+    user_id: StrictStr | None = None
+
+
+class SummaryIn(_Request):
+    text: StrictStr
+    #: Position of the last message the summary covers (-1: none).
+    covers_until: Annotated[StrictInt, Field(ge=-1, le=2**31)]
+    token_count: Annotated[StrictInt, Field(ge=0, le=2**31)] | None = None
+
+
+class KnowledgeIn(_Request):
+    title: StrictStr
+    content: StrictStr
+    source: StrictStr
+    relevance_score: StrictFloat
+
+
+class ContextRequest(_Request):
+    """What the next LLM call answers, and what it may be given."""
+
+    turn_id: StrictStr
+    user_message: StrictStr
+    token_budget: Annotated[StrictInt, Field(gt=0, le=2**31 - 1)] = 8000
+    retrieved_knowledge: list[KnowledgeIn] = Field(default_factory=list)
+
+
+class MessageOut(BaseModel):
+    """A stored message as the service returns it (every field present)."""
+
+    role: Role
+    content: str
+    turn_id: str | None
+    timestamp: datetime | None
+    name: str | None
+    metadata: dict[str, Any]
+
+
+class MessagesOut(BaseModel):
+    session_id: str
+    #: The session's version (also the ETag).
+    version: int
+    #: Messages the session holds.
+    total_messages: int
+    #: Position of the first message returned (all of them: 0).
+    first_position: int
+    #: Contract tokens of the messages returned (only with ``token_budget``).
+    token_count: int | None
+    messages: list[MessageOut]
+
+
+class Written(BaseModel):
+    #: The resource's new version (also the ETag).
+    version: int
+
+
+class SummaryOut(BaseModel):
+    summary_version: int
+    text: str
+    covers_until: int
+    created_at: datetime
+    token_count: int | None
+
+
+#: The response of POST .../context: the Context Contract (docs/context-contract.md).
+ContextResponse = ContextContract
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Ready(BaseModel):
+    status: Literal["ready"]
+    #: The schema revision the database is at (this server's head).
+    revision: str

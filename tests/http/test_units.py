@@ -1,0 +1,125 @@
+"""The service's pieces that need no database: tokens, preconditions, the wire models, and
+the published OpenAPI document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxstore.errors import ConfigurationError, CtxStoreError
+from ctxstore.http.app import documentation_app
+from ctxstore.http.auth import TokenRegistry, new_token, token_hash
+from ctxstore.http.conditions import not_modified, write_expectation
+from ctxstore.http.openapi import openapi_document, render
+from ctxstore.http.problems import ERROR_TYPES, Problem, problem_type_of
+from ctxstore.http.schemas import MessageIn
+from ctxstore.models import Message
+
+DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+
+
+def test_a_token_is_kept_only_as_its_hash() -> None:
+    token, line = new_token("go-backend", ["write", "read"])
+    assert token.startswith("ctx_") and len(token) > 40
+    assert line == f"go-backend read,write {token_hash(token)}"
+    assert token not in line
+    registry = TokenRegistry.parse(f"# comment\n{line}\n\n", source="t")
+    principal = registry.authenticate(token)
+    assert principal is not None
+    assert (principal.name, principal.scopes) == ("go-backend", frozenset({"read", "write"}))
+    assert registry.authenticate(token + "x") is None
+    assert registry.authenticate(token_hash(token)) is None  # the hash is no password
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "no API tokens"),
+        ("name read", "is not 'name scopes sha256:hex'"),
+        ("name root sha256:" + "0" * 64, "unknown: root"),
+        ("name read sha256:abc", "64 lowercase hex digits"),
+        ("bad/name read sha256:" + "0" * 64, "a token's name"),
+        ("a read sha256:" + "1" * 64 + ";b write sha256:" + "1" * 64, "appears twice"),
+    ],
+)
+def test_a_bad_token_grant_is_refused_without_echoing_it(text: str, says: str) -> None:
+    with pytest.raises(ConfigurationError, match=says) as caught:
+        TokenRegistry.parse(text, source="CTXSTORE_HTTP_TOKENS")
+    assert "sha256:" + "0" * 64 not in str(caught.value)
+
+
+def test_a_token_pasted_in_place_of_its_hash_is_not_echoed() -> None:
+    token, _ = new_token("x", ["read"])
+    with pytest.raises(ConfigurationError) as caught:
+        TokenRegistry.parse(f"x read {token}", source="file")
+    assert token not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("if_match", "if_none_match", "expected"),
+    [(None, None, None), ('"7"', None, 7), (' "12" ', None, 12), (None, "*", 0)],
+)
+def test_preconditions_become_expected_versions(
+    if_match: str | None, if_none_match: str | None, expected: int | None
+) -> None:
+    assert write_expectation(if_match, if_none_match) == expected
+
+
+@pytest.mark.parametrize(
+    ("if_match", "if_none_match"),
+    [
+        ("7", None),
+        ("*", None),
+        ('W/"7"', None),
+        ('"7", "8"', None),
+        ('"0"', None),
+        ('"99999999999999999999"', None),
+        (None, '"7"'),
+        ('"7"', "*"),
+    ],
+)
+def test_unsupported_preconditions_are_400(if_match: str | None, if_none_match: str | None) -> None:
+    with pytest.raises(Problem) as caught:
+        write_expectation(if_match, if_none_match)
+    assert caught.value.kind.status == 400
+
+
+def test_if_none_match_on_a_read() -> None:
+    assert not_modified('"3"', 3)
+    assert not_modified('"1", W/"3"', 3)
+    assert not_modified("*", 3)
+    assert not not_modified('"2"', 3)
+    assert not not_modified("*", 0)  # nothing there: nothing to be unmodified
+    assert not not_modified(None, 3)
+    with pytest.raises(Problem):
+        not_modified('"1" "3"', 3)
+
+
+def test_every_ctxstore_error_has_its_own_problem_type() -> None:
+    slugs = [kind.slug for kind in ERROR_TYPES.values()]
+    assert len(slugs) == len(set(slugs))
+    classes: list[type[CtxStoreError]] = []
+    pending: list[type[CtxStoreError]] = [CtxStoreError]
+    while pending:
+        cls = pending.pop()
+        classes.append(cls)
+        pending.extend(cls.__subclasses__())
+    library = [cls for cls in classes if cls.__module__ == "ctxstore.errors"]
+    missing = [cls.__name__ for cls in library if cls not in ERROR_TYPES]
+    # EmbeddedServerUnavailableError only happens in the CLI's demo: its parent's type.
+    assert set(missing) <= {"EmbeddedServerUnavailableError"}
+    for cls in library:
+        kind = problem_type_of(cls.__new__(cls))
+        assert kind.status >= 400
+
+
+def test_the_wire_message_has_the_library_messages_fields() -> None:
+    assert list(MessageIn.model_fields) == list(Message.model_fields)
+
+
+def test_the_published_openapi_document_is_current() -> None:
+    current = render(openapi_document(documentation_app()))
+    assert DOCUMENT.read_text(encoding="utf-8") == current, (
+        "docs/openapi.json is stale: run `ctxstore serve --openapi > docs/openapi.json`"
+    )
