@@ -137,11 +137,11 @@ def _build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - a block per c
     )
 
     _add_rotate_keys(commands)
+    _add_serve(commands)
 
     erase = commands.add_parser(
         "erase-user",
         help="erase every session of a user (messages, summaries, states) and the profile",
-    _add_serve(commands)
     )
     _add_database_url(erase)
     erase.add_argument("user_id", help="the user id the sessions were saved with")
@@ -203,6 +203,8 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(_upgrade_data(url_from_environment(args.database_url), args))
     if args.command == "import-redis":
         return asyncio.run(_import_redis(url_from_environment(args.database_url), args))
+    if args.command == "serve":
+        return _serve(args)
     if args.command == "demo":
         from ctxstore.demo import run_demo  # noqa: PLC0415 - keeps `ctxstore db` light
 
@@ -211,16 +213,6 @@ def _run(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
-    if args.command == "serve":
-        return _serve(args)
-def _add_rotate_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    rotate = commands.add_parser(
-        "rotate-keys",
-        help="re-wrap data keys under the current master key (CTXSTORE_MASTER_KEYS)",
-    )
-    _add_database_url(rotate)
-    rotate.add_argument("--batch-size", type=_positive_int, default=100)
-    rotate.add_argument(
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = commands.add_parser(
         "serve", help="the HTTP service (needs the http extra; docs/http.md)"
@@ -290,6 +282,14 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
 
+def _add_rotate_keys(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rotate = commands.add_parser(
+        "rotate-keys",
+        help="re-wrap data keys under the current master key (CTXSTORE_MASTER_KEYS)",
+    )
+    _add_database_url(rotate)
+    rotate.add_argument("--batch-size", type=_positive_int, default=100)
+    rotate.add_argument(
         "--reencrypt",
         action="store_true",
         help="also seal every row again under fresh data keys (plaintext rows too)",
