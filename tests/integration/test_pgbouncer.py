@@ -30,7 +30,12 @@ TURNS = 60
 
 
 def cli(*arguments: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("CTXSTORE_")}
+    # the URLs come from ``env`` alone; the run's role prefix stays (its roles are dropped)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CTXSTORE_") or k == "CTXSTORE_ROLE_PREFIX"
+    }
     return subprocess.run(
         [sys.executable, "-m", "ctxstore.cli", *arguments],
         env={**clean, **env},
