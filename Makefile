@@ -66,9 +66,10 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_context
 	$(BIN)/python -m benchmarks.bench_fairness
 	$(BIN)/python -m benchmarks.bench_streaming
+	$(BIN)/python -m benchmarks.bench_cost_curve
 	$(BIN)/python -m benchmarks.bench_http
 	$(BIN)/python -m benchmarks.bench_telemetry
-	$(BIN)/python -m benchmarks.bench_cost_curve
+	$(BIN)/python -m benchmarks.bench_citus
 	$(BIN)/python -m benchmarks.soak
 
 clean:

@@ -67,7 +67,11 @@ def _build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - a block per c
     down = db_commands.add_parser("downgrade", help="revert migrations to REVISION")
     down.add_argument("revision", help="target revision, e.g. -1 or base")
     cur = db_commands.add_parser("current", help="print the database's revision")
-    for sub in (up, down, cur, *_db_settings_parsers(db_commands)):
+    dist = db_commands.add_parser(
+        "distribute",
+        help="on a Citus coordinator: shard the session tables by session_id (docs/scaling.md)",
+    )
+    for sub in (up, down, cur, dist, *_db_settings_parsers(db_commands)):
         _add_database_url(sub)
     for sub in (up, down):
         sub.add_argument(
@@ -171,7 +175,11 @@ def _run(args: argparse.Namespace) -> int:
         url = url_from_environment(args.database_url, migrating=True)
         if args.db_command in ("roles", "min-group-size"):
             return asyncio.run(_db_settings(url, args))
-        if args.db_command == "current":
+        if args.db_command == "distribute":
+            from ctxstore.db.distribute import distribute  # noqa: PLC0415
+
+            print(asyncio.run(distribute(url)).summary())
+        elif args.db_command == "current":
             revision = migrations.current(url)
             print(revision or "(empty database: no revision)")
         elif args.db_command == "upgrade":

@@ -20,6 +20,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import URL, Connection, text
 
 from ctxstore.db import roles
+from ctxstore.db.distribute import KeptDistributed
 from ctxstore.db.engine import (
     MIGRATION_DATABASE_URL_ENV,
     EngineSettings,
@@ -95,6 +96,9 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
         connection.execute(
             text("SELECT set_config('lock_timeout', :t, false)"), {"t": lock_timeout}
         )
+        # On Citus: a revision's new session tables are distributed beside sessions.  (Read
+        # before the commit: Alembic keeps a transaction open at configure() as its own.)
+        kept = KeptDistributed(connection)
         connection.commit()
         context.configure(
             connection=connection,
@@ -102,7 +106,7 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
             transaction_per_migration=True,
             compare_type=True,
             # In each revision's own transaction, before it commits.
-            on_version_apply=lambda **_: session.check(),
+            on_version_apply=lambda **step: kept.on_version_apply(first=session.check, **step),
         )
         # The revisions name this database's roles (ctxstore.db.roles.role_names()).
         database = connection.execute(text("SELECT current_database()")).scalar_one()
@@ -111,7 +115,7 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
                 # Refuse before the first revision runs, not halfway through the upgrade.
                 roles.check_adoptable(connection, roles.role_names().all())
             connection.commit()
-            with context.begin_transaction():
+            with context.begin_transaction(), kept.listening():
                 context.run_migrations()
         connection.commit()
     finally:

@@ -1,0 +1,118 @@
+"""The tests of tests/citus run on a throwaway Citus cluster (tests/citus/cluster.py).
+
+One coordinator and two workers for the whole run; one database on it, migrated with
+``ctxstore db upgrade`` and distributed with ``ctxstore db distribute``.  The fixtures the
+shared suites take (``database_url``, ``module_database_url``) are overridden here: they
+yield that database, emptied before each test, so the conformance suite, the concurrency
+tests and the hostile-input catalogue run unchanged against the cluster.
+
+They run once per CI run, in its PostgreSQL step: ``CTXSTORE_CITUS_TESTS=0`` (set by .ci/run
+for the embedded-server runs) skips them, saying so; without Citus installed they skip
+with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy import URL
+
+from tests.citus.cluster import CitusCluster, unavailable_reason
+
+SWITCH_ENV = "CTXSTORE_CITUS_TESTS"
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.citus)
+
+
+def ctxstore(*args: str, env: dict[str, str] | None = None) -> str:
+    """Run the ctxstore command as a user would; its output (fails the test on an error)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxstore.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})},
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+async def query(url: URL, sql: str, *args: object) -> list[asyncpg.Record]:
+    """Rows of one statement on the coordinator, over a connection of its own."""
+    connection = await asyncpg.connect(
+        host=url.host, port=url.port, user=url.username, database=url.database
+    )
+    try:
+        return list(await connection.fetch(sql, *args))
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="session")
+def citus_cluster() -> Iterator[CitusCluster]:
+    if os.environ.get(SWITCH_ENV) == "0":
+        pytest.skip(f"{SWITCH_ENV}=0: the Citus tests run in another step of this CI run")
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no Citus cluster for the tests: {reason}")
+    cluster = CitusCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def new_distributed_database(cluster: CitusCluster) -> URL:
+    """A database on every node, migrated and distributed through the CLI."""
+    name = f"ctxstore_citus_{uuid.uuid4().hex[:8]}"
+    url = asyncio.run(cluster.create_database(name))
+    plain = url.render_as_string(hide_password=False)
+    ctxstore("db", "upgrade", "--database-url", plain)
+    ctxstore("db", "distribute", "--database-url", plain)
+    return url
+
+
+@pytest.fixture(scope="session")
+def citus_database_url(citus_cluster: CitusCluster) -> URL:
+    return new_distributed_database(citus_cluster)
+
+
+# Everything a test may write; data_keys last (every sealed table references it).
+_TABLES = (
+    "sessions, messages, summaries, consultation_states, consultation_state_history, "
+    "user_profiles, data_keys"
+)
+
+
+async def empty(url: URL) -> None:
+    await query(url, f"TRUNCATE {_TABLES}")
+
+
+@pytest.fixture
+def database_url(citus_database_url: URL) -> URL:
+    """The distributed database, empty (the shared suites' fresh database per test)."""
+    asyncio.run(empty(citus_database_url))
+    return citus_database_url
+
+
+@pytest.fixture(scope="module")
+def module_database_url(citus_database_url: URL) -> URL:
+    """The distributed database, for a module whose tests keep to their own ids."""
+    asyncio.run(empty(citus_database_url))
+    return citus_database_url
