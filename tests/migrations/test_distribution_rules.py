@@ -39,12 +39,16 @@ SELECT c.relname FROM pg_class AS c JOIN pg_attribute AS a ON a.attrelid = c.oid
    AND a.attname = $1 AND NOT a.attisdropped"""
 
 
+async def connect(url: URL) -> asyncpg.Connection:
+    return await asyncpg.connect(
+        host=url.host or str(url.query["host"]),  # a Unix socket folder: the embedded server
+        port=url.port, user=url.username, password=url.password, database=url.database,
+    )  # fmt: skip
+
+
 async def distribution_problems(url: URL) -> tuple[set[str], list[str]]:
     """The session tables, and every way the schema breaks the rules of distribution."""
-    connection = await asyncpg.connect(
-        host=url.host, port=url.port, user=url.username, password=url.password,
-        database=url.database,
-    )  # fmt: skip
+    connection = await connect(url)
     try:
         sessions = {row[0] for row in await connection.fetch(_SESSION_TABLES, DISTRIBUTION_COLUMN)}
         keys = await connection.fetch(_KEYS)
@@ -79,10 +83,7 @@ async def test_every_key_of_a_session_table_includes_session_id(database_url: UR
 
 
 async def test_the_rules_catch_tables_that_break_them(database_url: URL) -> None:
-    connection = await asyncpg.connect(
-        host=database_url.host, port=database_url.port, user=database_url.username,
-        password=database_url.password, database=database_url.database,
-    )  # fmt: skip
+    connection = await connect(database_url)
     try:
         await connection.execute(
             """
