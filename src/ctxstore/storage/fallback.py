@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ctxstore import telemetry
 from ctxstore.errors import StorageUnavailableError
@@ -39,7 +39,13 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.base import AsyncClosing, ErasureReceipt, MessageInput, SessionReader
+from ctxstore.storage.base import (
+    AsyncClosing,
+    ErasureReceipt,
+    MessageInput,
+    SessionReader,
+    VersionedStorage,
+)
 from ctxstore.storage.failover import FallbackStats, Sides
 from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
 from ctxstore.storage.replay import ReplayReport
@@ -53,7 +59,11 @@ SEEN_VERSIONS = 10_000
 
 
 class FallbackStorage(AsyncClosing):
-    """The whole storage contract over a primary (PostgreSQL) and a secondary (Redis, memory)."""
+    """The whole storage contract over a primary (PostgreSQL) and a secondary (Redis, memory).
+
+    Not a Store: a router over two.  It offers VersionedStorage (checked below, by mypy)
+    and applies no rule of its own; the Store each call goes to does.
+    """
 
     def __init__(
         self,
@@ -411,3 +421,8 @@ def _common_prefix(left: Sequence[Message], right: Sequence[Message]) -> int:
 
 def _session(session_id: str) -> str:
     return copy_key("save", session_id)
+
+
+if TYPE_CHECKING:
+    # The whole contract, method by method: mypy fails here when FallbackStorage drifts.
+    _OFFERS_THE_CONTRACT: type[VersionedStorage] = FallbackStorage
