@@ -70,6 +70,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.bench_http
 	$(BIN)/python -m benchmarks.bench_telemetry
 	$(BIN)/python -m benchmarks.bench_citus
+	$(BIN)/python -m benchmarks.bench_turn
 	$(BIN)/python -m benchmarks.soak
 
 clean:
