@@ -216,7 +216,7 @@ class Samples:
     def summary(self) -> dict[str, dict[str, dict[str, float]]]:
         out: dict[str, dict[str, dict[str, float]]] = {}
         for (side, name), values in self.values.items():
-            quartiles = statistics.quantiles(values, n=4)
+            quartiles = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
             out.setdefault(side, {})[name] = {
                 "median": statistics.median(values),
                 "p25": quartiles[0],
@@ -237,7 +237,7 @@ def interleaved(
 ) -> Samples:
     """One sample of every contender of ``group`` per round, in a new shuffled order each
     round; with ``idle``, every connection first sits idle that long (the cold figure)."""
-    pairs = [(w, name) for w in workers for name in w.groups[group]]
+    pairs = [(w, name) for w in workers for name in w.groups.get(group, [])]
     for worker, name in pairs:
         worker.run(name, warmup)
     samples = Samples()
@@ -362,8 +362,13 @@ def measure(server: Server, sides: list[Side], options: argparse.Namespace) -> d
         cold = interleaved(
             workers, "turn", options.cold_rounds, f"{label} turns, idle 1.1 s", idle=1.1
         )
-        loads = interleaved(workers, "load", options.load_rounds, f"{label} loads", warmup=2)
-        saves = interleaved(workers, "save", options.load_rounds, f"{label} saves", warmup=2)
+        loads = interleaved(workers, "load 1,000", options.load_rounds, f"{label} loads of 1,000")
+        loads.values.update(
+            interleaved(
+                workers, "load 10,000", options.large_rounds, f"{label} loads of 10,000", warmup=2
+            ).values
+        )
+        saves = interleaved(workers, "save", options.large_rounds, f"{label} saves", warmup=2)
         probe = Probe(server.url("postgres"))
         server_side: dict[str, dict[str, Any]] = {}
         try:
@@ -533,7 +538,8 @@ def main() -> None:
     parser.add_argument("--pg15-bin", type=Path, default=Path("/usr/lib/postgresql/15/bin"))
     parser.add_argument("--rounds", type=int, default=300, help="warm turn rounds")
     parser.add_argument("--cold-rounds", type=int, default=30)
-    parser.add_argument("--load-rounds", type=int, default=20, help="load and save rounds")
+    parser.add_argument("--load-rounds", type=int, default=60, help="of loads of 1,000")
+    parser.add_argument("--large-rounds", type=int, default=20, help="10,000: loads, saves")
     parser.add_argument("--alone-turns", type=int, default=300)
     options = parser.parse_args()
     sides = [side_for("checkout", options.checkout.resolve(), options.checkout_python)]
