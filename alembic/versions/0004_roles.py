@@ -12,11 +12,15 @@ Create Date: 2026-11-30
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from alembic import op
+from alembic.util import load_python_file
 from sqlalchemy import text
 
-from ctxstore.db.roles import APP_TABLES, role_names
+# What it used of ctxstore, frozen beside it: a revision imports no ctxstore module.
+_frozen = load_python_file(Path(__file__).parents[1] / "frozen", "roles.py")
+APP_TABLES, role_names = _frozen.APP_TABLES, _frozen.role_names
 
 revision: str = "0004"
 down_revision: str | Sequence[str] | None = "0003"

@@ -34,20 +34,19 @@ Create Date: 2026-12-07
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
+from alembic.util import load_python_file
 from sqlalchemy import Connection, text
 
-from ctxstore.db.admin import quote_identifier
-from ctxstore.db.roles import (
-    APP_TABLES,
-    KINDS,
-    ensure_roles,
-    min_group_size_from_environment,
-    role_names,
-)
-from ctxstore.errors import MigrationError
+# What it used of ctxstore, frozen beside it: a revision imports no ctxstore module.
+_frozen = load_python_file(Path(__file__).parents[1] / "frozen", "roles.py")
+quote_identifier, APP_TABLES, KINDS = _frozen.quote_identifier, _frozen.APP_TABLES, _frozen.KINDS
+ensure_roles, role_names = _frozen.ensure_roles, _frozen.role_names
+min_group_size_from_environment = _frozen.min_group_size_from_environment
+MigrationError = _frozen.MigrationError
 
 revision: str = "0008"
 down_revision: str | Sequence[str] | None = "0007"

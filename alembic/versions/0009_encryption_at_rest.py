@@ -17,12 +17,15 @@ The downgrade refuses while any row is sealed: dropping the columns would destro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
+from alembic.util import load_python_file
 
-from ctxstore.db.roles import adopt
-from ctxstore.errors import MigrationError
+# What it used of ctxstore, frozen beside it: a revision imports no ctxstore module.
+_frozen = load_python_file(Path(__file__).parents[1] / "frozen", "roles.py")
+adopt, MigrationError = _frozen.adopt, _frozen.MigrationError
 
 revision: str = "0009"
 down_revision: str | Sequence[str] | None = "0008"

@@ -1,7 +1,9 @@
 """Running the Alembic migrations: configuration, the advisory lock and lock_timeout.
 
 ``alembic/env.py`` only calls :func:`run_env`; the logic lives here so it is typed, tested
-and shared by ``alembic`` itself and ``ctxstore db``.
+and shared by ``alembic`` itself and ``ctxstore db``.  The revisions import none of it:
+what they need from ctxstore's settings they read from Alembic's configuration
+(:class:`RevisionSettings`, ``alembic -x`` arguments over the settings: X_SETTINGS).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,16 @@ DEFAULT_LOCK_TIMEOUT = "5s"
 ADVISORY_WAIT = "10min"
 #: The revisions that create or take over roles: 0004 (the roles), 0008 (per database).
 ROLE_REVISIONS = frozenset({"0004", "0008"})
+#: ``alembic -x name=value``: the settings a bare ``alembic`` run may give the revisions,
+#: over the variables they stand for.
+X_SETTINGS = {
+    "role_prefix": roles.PREFIX_ENV,
+    "owner_role": roles.OWNER_ENV,
+    "app_role": roles.APP_ENV,
+    "analytics_role": roles.ANALYTICS_ENV,
+    "adopt_existing_roles": roles.ADOPT_ENV,
+    "analytics_min_group_size": roles.MIN_GROUP_SIZE_ENV,
+}
 
 
 def script_location() -> Path:
@@ -83,6 +96,48 @@ def _lock_timeout(context: EnvironmentContext) -> str:
     return str(value or DEFAULT_LOCK_TIMEOUT)
 
 
+class RevisionSettings(Mapping[str, object]):
+    """What the revisions read from ``config.attributes["revision_settings"]`` (they import
+    no ctxstore module and read no environment variable): ``role_names`` (owner, app,
+    analytics), ``adopt_existing_roles`` and ``analytics_min_group_size``.
+
+    Each is worked out from ctxstore's settings (``alembic -x`` arguments over them) when
+    a revision first reads it, inside the run: a bad setting fails only a run whose
+    revisions use it, at the revision that does (0008 for the group size).
+    """
+
+    def __init__(self) -> None:
+        self._sources: dict[str, Callable[[], object]] = {
+            "role_names": lambda: {kind: roles.role_names().of(kind) for kind in roles.KINDS},
+            "adopt_existing_roles": roles.adopt_existing_roles,
+            "analytics_min_group_size": roles.min_group_size_from_environment,
+        }
+        self._values: dict[str, object] = {}
+
+    def __getitem__(self, name: str) -> object:
+        if name not in self._values:
+            self._values[name] = self._sources[name]()
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+
+def _configure_revisions(context: EnvironmentContext) -> None:
+    """Hand the revisions what they need through Alembic's configuration (fresh for each
+    run: a Config may serve several)."""
+    context.config.attributes["revision_settings"] = RevisionSettings()
+    context.config.attributes["migration_error"] = MigrationError
+
+
+def _x_settings(context: EnvironmentContext) -> dict[str, str]:
+    given = context.get_x_argument(as_dictionary=True)
+    return {variable: given[name] for name, variable in X_SETTINGS.items() if name in given}
+
+
 def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeout: str) -> None:
     # Wait for any other migrator under its own bound, then hold the session-level lock
     # for the whole run: two deploys running `alembic upgrade head` at once serialize,
@@ -108,9 +163,14 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
             # In each revision's own transaction, before it commits.
             on_version_apply=lambda **step: kept.on_version_apply(first=session.check, **step),
         )
-        # The revisions name this database's roles (ctxstore.db.roles.role_names()).
+        # The revisions read this database's roles and the other settings from the
+        # configuration (RevisionSettings), worked out by ctxstore.db.roles.
         database = connection.execute(text("SELECT current_database()")).scalar_one()
-        with roles.bound(database, roles.recorded_role_names(connection)):
+        _configure_revisions(context)
+        with (
+            roles.overridden(_x_settings(context)),
+            roles.bound(database, roles.recorded_role_names(connection)),
+        ):
             if _upgrades_through(context, ROLE_REVISIONS):
                 # Refuse before the first revision runs, not halfway through the upgrade.
                 roles.check_adoptable(connection, roles.role_names().all())
@@ -242,7 +302,12 @@ def run_env(context: EnvironmentContext) -> None:
             literal_binds=True,
             transaction_per_migration=True,
         )
-        with roles.bound(url.database or ""), context.begin_transaction():
+        _configure_revisions(context)
+        with (
+            roles.overridden(_x_settings(context)),
+            roles.bound(url.database or ""),
+            context.begin_transaction(),
+        ):
             context.run_migrations()
         return
     shared: Any = context.config.attributes.get("connection")

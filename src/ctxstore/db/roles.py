@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -91,6 +91,28 @@ class RoleNames:
         return {"owner": self.owner, "app": self.app, "analytics": self.analytics}[kind]
 
 
+_overrides: ContextVar[Mapping[str, str] | None] = ContextVar(
+    "ctxstore_role_settings", default=None
+)
+
+
+def _setting(name: str) -> str | None:
+    """Setting ``name`` (a ``CTXSTORE_*`` variable): overridden, or from the environment."""
+    overrides = _overrides.get() or {}
+    return overrides[name] if name in overrides else os.environ.get(name)
+
+
+@contextmanager
+def overridden(settings: Mapping[str, str]) -> Iterator[None]:
+    """Within: the settings in ``settings`` (by variable name) replace the environment's
+    (``alembic -x`` arguments, ctxstore.db.migrations)."""
+    token = _overrides.set({**(_overrides.get() or {}), **settings})
+    try:
+        yield
+    finally:
+        _overrides.reset(token)
+
+
 def validate_role_name(name: str, source: str) -> str:
     """``name`` if it is a plain role name ctxstore may use, else ConfigurationError."""
     if not _NAME.fullmatch(name):
@@ -107,7 +129,8 @@ def validate_role_name(name: str, source: str) -> str:
 
 
 def _prefix() -> str:
-    prefix = validate_role_name(os.environ.get(PREFIX_ENV, DEFAULT_PREFIX), PREFIX_ENV)
+    configured = _setting(PREFIX_ENV)
+    prefix = validate_role_name(DEFAULT_PREFIX if configured is None else configured, PREFIX_ENV)
     if _room(prefix) < _HASH_LENGTH:
         longest = MAX_NAME_LENGTH - 1 - _LONGEST_SUFFIX - _HASH_LENGTH
         raise ConfigurationError(
@@ -143,7 +166,7 @@ def derived_role_names(database: str) -> RoleNames:
     names: dict[str, str] = {}
     prefix: str | None = None
     for kind in KINDS:
-        explicit = os.environ.get(_ENV_OF[kind])
+        explicit = _setting(_ENV_OF[kind])
         if explicit is not None:
             names[kind] = validate_role_name(explicit, _ENV_OF[kind])
             continue
@@ -199,7 +222,7 @@ def role_names(database: str | None = None) -> RoleNames:
     if binding.recorded is None:
         return derived_role_names(binding.database)
     for kind in KINDS:
-        explicit = os.environ.get(_ENV_OF[kind])
+        explicit = _setting(_ENV_OF[kind])
         if explicit is not None and explicit != binding.recorded.of(kind):
             raise ConfigurationError(
                 f"{_ENV_OF[kind]}={explicit!r}, but database {binding.database!r} already "
@@ -230,7 +253,7 @@ def recorded_role_names(connection: Connection) -> RoleNames | None:
 
 def min_group_size_from_environment() -> int:
     """``CTXSTORE_ANALYTICS_MIN_GROUP_SIZE``, or the default 5."""
-    raw = os.environ.get(MIN_GROUP_SIZE_ENV, "").strip()
+    raw = (_setting(MIN_GROUP_SIZE_ENV) or "").strip()
     if not raw:
         return DEFAULT_MIN_GROUP_SIZE
     low, high = MIN_GROUP_SIZE_RANGE
@@ -249,7 +272,7 @@ def min_group_size_from_environment() -> int:
 
 def adopt_existing_roles() -> bool:
     """Whether ``CTXSTORE_ADOPT_EXISTING_ROLES`` says to take over roles that fail the check."""
-    value = os.environ.get(ADOPT_ENV, "").strip().lower()
+    value = (_setting(ADOPT_ENV) or "").strip().lower()
     if value in ("", "0", "false", "no", "off"):
         return False
     if value in ("1", "true", "yes", "on"):
