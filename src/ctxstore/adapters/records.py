@@ -11,7 +11,6 @@ storage's metadata limit is kept whole, as JSON, in ``content`` instead.
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -87,16 +86,8 @@ def unpack(key: str, message: Message) -> dict[str, Any] | None:
 
 
 def convert_all(messages: Sequence[Message], convert: Callable[[Message], T]) -> list[T]:
-    """``convert`` applied to every message, with the garbage collector paused for long
-    lists: thousands of new objects, none of them garbage, would only make it scan (the
-    conversion never awaits, so the pause delays no one)."""
-    if len(messages) < 500 or not gc.isenabled():
-        return [convert(message) for message in messages]
-    gc.disable()
-    try:
-        return [convert(message) for message in messages]
-    finally:
-        gc.enable()
+    """``convert`` applied to every message."""
+    return [convert(message) for message in messages]
 
 
 def _compact(value: object, limits: Limits) -> str:

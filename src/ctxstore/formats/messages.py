@@ -8,7 +8,6 @@ through the upgrade mapper (formats/mapper.py: MESSAGES).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
@@ -134,25 +133,6 @@ def _infinity(stamp: object) -> str:
     return "infinity" if stamp == datetime.max else repr(stamp)
 
 
-def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
-    """Map ``messages`` rows (starting with MESSAGE_COLUMN_ORDER) to Messages.
-
-    Current-format rows are built inline: this loop runs once per stored message on
-    every load, so it avoids even a function call per row.  Anything else goes through
-    row_to_message and the upgrade mapper.
-    """
-    # Each message allocates three containers; with the collector running, building 1,000
-    # of them triggers collections that cost as much as the building itself.  The loop
-    # never awaits, so pausing the collector for it delays nothing else.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _build_messages(rows, session_id)
-    finally:
-        if collecting:
-            gc.enable()
-
-
 # Setters of the slots pydantic keeps on every model, bound once: calling a slot's own
 # setter skips the attribute lookup object.__setattr__ does on every call.
 _SET_DICT = BaseModel.__dict__["__dict__"].__set__
@@ -161,7 +141,13 @@ _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def _build_messages(rows: Sequence[Any], session_id: str) -> list[Message]:
+def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
+    """Map ``messages`` rows (starting with MESSAGE_COLUMN_ORDER) to Messages.
+
+    Current-format rows are built inline: this loop runs once per stored message on
+    every load, so it avoids even a function call per row.  Anything else goes through
+    row_to_message and the upgrade mapper.
+    """
     result: list[Message] = []
     append = result.append
     new_instance, message_type = object.__new__, Message

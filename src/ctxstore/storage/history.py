@@ -1,7 +1,7 @@
 """History: the list ``load`` returns.
 
 A service loads a session, appends the new turn and saves the list: full-overwrite
-semantics.  The store remembers the very messages it loaded or saved
+semantics.  PostgresStorage remembers the very messages it loaded or saved
 (storage/knowledge.py), so saving any list that starts with them (this History after
 ``append``, ``history + [q, a]``, ``[*history, q, a]``) costs the new messages only.
 A History also counts its edits (every change but appending), so the store knows in

@@ -1,6 +1,6 @@
-"""What a store last knew of each session, in one object.
+"""What PostgresStorage last knew of each session, in one object (``storage.knowledge``).
 
-PostgreSQL records here, per session, the version it last read or wrote, the stored
+It records here, per session, the version it last read or wrote, the stored
 message count, the content hash, a hasher that has consumed every stored digest, and
 where the very Message objects it stored can be found again: a later save of any list
 that starts with those same objects (the loaded ``History``, ``history + [q, a]``,
@@ -8,7 +8,8 @@ that starts with those same objects (the loaded ``History``, ``history + [q, a]`
 the new messages only.
 
 Only ever a hint: the database re-checks count and hash in the statement that writes,
-so a stale entry costs one slower save, never correctness.  Three operations change it:
+so a stale entry costs one slower save, never correctness.  A list extending a loaded
+History is found again without copying either (StoredList).  Three operations change it:
 ``after_load``, ``after_write`` and ``forget``.  Bounded: least recently used sessions
 go first, and at most ``max_messages`` message references are kept in all.
 """
@@ -16,8 +17,8 @@ go first, and at most ``max_messages`` message references are kept in all.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxstore.models import EMPTY_METADATA, Message, digest_of
@@ -40,14 +41,19 @@ class MetadataWatch:
         self, messages: Sequence[Message], digests: Sequence[bytes], first: int = 0
     ) -> MetadataWatch:
         """This watch plus ``messages`` (with their ``digests``) stored from ``first`` on."""
+        pairs = enumerate(zip(messages, digests, strict=True), first)
+        return self.watching((position, m, digest) for position, (m, digest) in pairs)
+
+    def watching(self, stored: Iterable[tuple[int, Message, bytes]]) -> MetadataWatch:
+        """This watch plus each (position, message, digest) of ``stored``."""
         watched = list(self.digests)
         empty = list(self.empty)
-        for offset, (message, digest) in enumerate(zip(messages, digests, strict=True)):
+        for position, message, digest in stored:
             metadata = message.__dict__["metadata"]
             if metadata is EMPTY_METADATA:
                 continue
             if metadata:
-                watched.append((first + offset, digest))
+                watched.append((position, digest))
             else:
                 empty.append(metadata)
         return MetadataWatch(tuple(watched), tuple(empty))
@@ -64,36 +70,57 @@ class MetadataWatch:
 
 @dataclass(frozen=True)
 class StoredList:
-    """Where the stored messages can be found again: the History they were loaded into
-    or saved from (trusted while it has only grown), else a list of the store's own."""
+    """Where the stored messages can be found again, without copying them: the first
+    ``base_count`` items of ``base`` (the History they were loaded into or saved from,
+    trusted while it has only grown, else a list of the store's own), then ``tail`` (a
+    copy of what a list extending them added)."""
 
-    messages: list[Message]
+    base: list[Message]
     #: The History's edit count when it was recorded (None: a private copy).
     edits: int | None
+    base_count: int
+    tail: tuple[Message, ...] = ()
 
     @classmethod
     def of(cls, messages: list[Message]) -> StoredList:
         if isinstance(messages, History):
-            return cls(messages, messages.edits)
-        return cls(messages[:], None)
+            return cls(messages, messages.edits, len(messages))
+        return cls(messages[:], None, len(messages))
 
     def held(self) -> int:
-        return len(self.messages)
+        return self.base_count + len(self.tail)
 
-    def starts(self, candidate: list[Message] | tuple[Message, ...], count: int) -> bool:
-        """True when ``candidate``'s first ``count`` messages are the stored ones."""
-        source = self.messages
-        if isinstance(source, History):
-            if source.edits != self.edits or len(source) < count:
-                return False  # the History was edited: where the stored list is, is lost
-            if candidate is source:
-                return True  # the very History, only grown since: O(1)
-            source = source[:count]
-        head = candidate[:count]
-        if len(head) != count:
+    def messages(self) -> list[Message]:
+        """The stored messages, as a new list."""
+        return [*self.base[: self.base_count], *self.tail]
+
+    def extended_by(self, whole: Sequence[Message]) -> StoredList:
+        """After ``whole``, a list starting with these (``starts``), was stored: O(new)."""
+        if whole is self.base and not self.tail:
+            return StoredList.of(self.base)  # the very History, only grown
+        tail = self.tail + tuple(whole[self.held() :])
+        if len(tail) > self.base_count:  # mostly new: one list of the store's own
+            whole_copy = [*self.base[: self.base_count], *tail]
+            return StoredList(whole_copy, None, len(whole_copy))
+        return replace(self, tail=tail)
+
+    def starts(self, candidate: list[Message] | tuple[Message, ...]) -> bool:
+        """True when ``candidate`` starts with the stored messages."""
+        base, count = self.base, self.base_count
+        if self.edits is not None and (
+            not isinstance(base, History) or base.edits != self.edits or len(base) < count
+        ):
+            return False  # the History was edited: where the stored list is, is lost
+        if len(candidate) < self.held():
             return False
-        # same objects compare at C speed: list equality checks identity first
-        return head == source if type(head) is list else list(head) == source
+        if candidate is not base:
+            head = candidate[:count]
+            # same objects compare at C speed: list equality checks identity first
+            if (head if type(head) is list else list(head)) != (
+                base if len(base) == count else base[:count]
+            ):
+                return False
+        return not self.tail or tuple(candidate[count : self.held()]) == self.tail
 
 
 @dataclass(frozen=True)
@@ -164,7 +191,7 @@ class SessionKnowledge:
         entry = self.get(session_id)
         if entry is None or entry.stored is None or not isinstance(messages, list | tuple):
             return None
-        if not entry.stored.starts(messages, entry.count or 0):
+        if not entry.stored.starts(messages):
             return None
         if not entry.watch.intact(messages):
             return None

@@ -27,7 +27,6 @@ from ctxstore.models import (
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
 from ctxstore.storage.journal import MemoryJournal
-from ctxstore.storage.knowledge import Known
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
 from ctxstore.storage.snapshot import SessionCopy, SnapshotReader
 from ctxstore.storage.store import Store
@@ -140,7 +139,6 @@ class MemoryStorage(Store):
         self,
         session_id: str,
         messages: list[Message],
-        known: Known | None,
         expected: int | None,
         user_id: str | None,
     ) -> int:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
 from ctxstore import telemetry
-from ctxstore.errors import ConfigurationError, ConflictError
+from ctxstore.errors import ConfigurationError
 from ctxstore.models import (
     ConsultationState,
     Message,
@@ -40,7 +40,6 @@ from ctxstore.storage.base import (
     SessionReader,
 )
 from ctxstore.storage.journal import Journal
-from ctxstore.storage.knowledge import Known, SessionKnowledge
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
 from ctxstore.tokens import TokenCounter
 
@@ -79,8 +78,6 @@ class Store(AsyncClosing, ABC):
         self.ttl = rules.check_ttl(ttl)
         #: Counts each message's contract cost when it is written; readers know its encoding.
         self.token_counter = token_counter or TokenCounter()
-        #: What this process last knew of each session.
-        self.knowledge = SessionKnowledge()
         telemetry.from_environment()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -104,14 +101,11 @@ class Store(AsyncClosing, ABC):
         must not exist yet), else ``ConflictError``; without it the last write wins.
         """
         expected = rules.check_write(session_id, expected_version, user_id, self.limits)
-        known = self.knowledge.stored_prefix(session_id, messages)
-        trusted = (known.count or 0) if known is not None else 0
+        trusted = self._stored_prefix(session_id, messages)
         checked = rules.coerce_messages(messages, self.limits, trusted=trusted)
-        async with self._forgetting_on_conflict(session_id):
-            version = await self._traced(
-                "save", self._save(session_id, checked, known, expected, user_id), session_id
-            )
-        return version
+        return await self._traced(
+            "save", self._save(session_id, checked, expected, user_id), session_id
+        )
 
     async def append(
         self,
@@ -124,11 +118,9 @@ class Store(AsyncClosing, ABC):
         """Add messages after the stored ones, creating the session; the new version."""
         expected = rules.check_write(session_id, expected_version, user_id, self.limits)
         checked = rules.coerce_messages(messages, self.limits)
-        async with self._forgetting_on_conflict(session_id):
-            version = await self._traced(
-                "append", self._append(session_id, checked, expected, user_id), session_id
-            )
-        return version
+        return await self._traced(
+            "append", self._append(session_id, checked, expected, user_id), session_id
+        )
 
     async def load(self, session_id: str) -> list[Message]:
         """Exactly what was saved; ``[]`` for a missing session."""
@@ -160,7 +152,6 @@ class Store(AsyncClosing, ABC):
     async def delete(self, session_id: str) -> None:
         """Remove the session: messages, summaries, state and its history (not the profile)."""
         rules.check_session_id(session_id, self.limits)
-        self.knowledge.forget(session_id)
         await self._traced("delete", self._delete(session_id), session_id)
 
     async def exists(self, session_id: str) -> bool:
@@ -255,8 +246,6 @@ class Store(AsyncClosing, ABC):
         rules.check_user_id(user_id, self.limits)
         started = time.monotonic()
         erased = await self._traced("erase_user", self._erase_user(user_id), user=user_id)
-        for session_id in erased.session_ids:
-            self.knowledge.forget(session_id)
         return ErasureReceipt(
             user_id=user_id,
             sessions=len(erased.session_ids),
@@ -328,26 +317,18 @@ class Store(AsyncClosing, ABC):
             return hook
         return active.observe(operation, self.db_system, hook, session=session, user=user)
 
-    @asynccontextmanager
-    async def _forgetting_on_conflict(self, session_id: str) -> AsyncIterator[None]:
-        try:
-            yield
-        except ConflictError:
-            self.knowledge.forget(session_id)
-            raise
-
     # -- the backend's hooks: validated values in, stored values out ------------------------------
+
+    def _stored_prefix(self, session_id: str, messages: object) -> int:
+        """How many of ``messages``' first items are the very Message objects this
+        backend knows it stored for the session (checked when written: the rules skip
+        them).  ``messages`` is the caller's, unchecked; 0 unless a backend knows."""
+        return 0
 
     @abstractmethod
     async def _save(
-        self,
-        session_id: str,
-        messages: list[Message],
-        known: Known | None,
-        expected: int | None,
-        user_id: str | None,
-    ) -> int:
-        """``known``: the knowledge entry whose messages ``messages`` starts with, if any."""
+        self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
+    ) -> int: ...
 
     @abstractmethod
     async def _append(

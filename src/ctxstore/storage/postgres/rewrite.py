@@ -32,8 +32,7 @@ async def write_back_messages(
 
     Returns False when another writer got there first (nothing written).
     """
-    new = rows.batch([message for _, message in upgraded], counter, DEFAULT_LIMITS)
-    new = rows.sealed_by(new, key, session_id)
+    new = rows.batch([message for _, message in upgraded], counter, DEFAULT_LIMITS, key, session_id)
     arrays = rows.new_message_arrays(new)
     arrays["new_seq"] = [position for position, _ in upgraded]
     async with driver.transaction():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
@@ -75,10 +75,6 @@ class Batch:
     session_id: str = ""
 
 
-def sealed_by(new: Batch, key: DataKey | None, session_id: str) -> Batch:
-    return new if key is None else replace(new, key=key, session_id=session_id)
-
-
 def _sealed(b: Batch) -> list[bytes | None]:
     key = b.key
     if key is None:
@@ -124,12 +120,23 @@ MESSAGE_VALUES: dict[str, Callable[[Batch], list[Any]]] = {
 assert set(MESSAGE_VALUES) == set(sql.MESSAGE_WRITE_COLUMNS), "one mapper entry per column"
 
 
-def batch(messages: Sequence[Message], counter: TokenCounter, limits: Limits) -> Batch:
+def batch(
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    limits: Limits,
+    key: DataKey | None = None,
+    session_id: str = "",
+    *,
+    digests: list[bytes] | None = None,
+) -> Batch:
+    """The one way a write's new messages become a Batch (``digests``: already known)."""
     return Batch(
         messages,
-        digests_of(messages, limits),
+        digests if digests is not None else digests_of(messages, limits),
         [counter.message_cost(message) for message in messages],
         counter.encoding_name,
+        key,
+        session_id,
     )
 
 
@@ -187,10 +194,11 @@ def known_after_write(
     )
 
 
-# Where LOAD_SESSION's rows hold a message's digest and metadata (looked up by name once:
-# this loop runs for every stored message on every load).
+# Where LOAD_SESSION's rows hold a message's digest, metadata and format (looked up by
+# name once: these loops run for every stored message on every load).
 _DIGEST = MESSAGE_COLUMN_ORDER.index("digest")
 _METADATA = MESSAGE_COLUMN_ORDER.index("metadata")
+_FORMAT = MESSAGE_COLUMN_ORDER.index("format_version")
 
 
 def known_after_load(
@@ -204,14 +212,23 @@ def known_after_load(
     hash (keyed by ``key``, the last row's key, when sealed) checks out."""
     if stored_hash is None:  # left unknown by an append: the next save recomputes it
         return Known(version)
-    digests = [
-        row[_DIGEST] if row[_METADATA] is None else full_digest(row[_DIGEST], row[_METADATA])
-        for row in rows
+    digests = [row[_DIGEST] for row in rows]
+    # Only these can hold a metadata dict of their own (a current-format row without
+    # metadata loads with the shared read-only one): the rest need no digest or watch.
+    own_metadata = [
+        position
+        for position, row in enumerate(rows)
+        if row[_METADATA] is not None or row[_FORMAT] != MESSAGE_FORMAT
     ]
-    hasher = hashlib.sha256(b"".join(digests)) if key is None else key.hasher(b"".join(digests))
+    for position in own_metadata:
+        digests[position] = full_digest(digests[position], rows[position][_METADATA])
+    joined = b"".join(digests)
+    hasher = hashlib.sha256(joined) if key is None else key.hasher(joined)
     if hasher.digest() != stored_hash:  # e.g. rows in an older format
         return Known(version, len(rows), stored_hash)
-    watch = MetadataWatch().extended(loaded, digests)
+    watch = MetadataWatch().watching(
+        (position, loaded[position], digests[position]) for position in own_metadata
+    )
     return Known(version, len(rows), stored_hash, hasher, StoredList.of(loaded), watch)
 
 

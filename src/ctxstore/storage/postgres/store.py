@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -37,7 +42,7 @@ from ctxstore.models import (
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
 from ctxstore.storage.history import History
-from ctxstore.storage.knowledge import Known, StoredList
+from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
 from ctxstore.storage.postgres import documents, rows, sql
 from ctxstore.storage.postgres.connection import Connections
 from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
@@ -62,6 +67,43 @@ def _prefix_and_total_hash(
     prefix_hash = hasher.digest()
     hasher.update(b"".join(digests[prefix:]))
     return prefix_hash, hasher
+
+
+@dataclass(frozen=True)
+class _Extension:
+    """A save believed to extend what is stored: the conditional append's inputs."""
+
+    #: What this process believes is stored.
+    known: Known
+    added: Sequence[Message]
+    digests: list[bytes]  # of ``added``
+    hasher: Hasher  # has taken every digest of the whole list
+    activity: dict[str, Any]
+    #: The knowledge once it is stored at a version.
+    after: Callable[[int], Known]
+
+
+def _recognised(
+    known: Known,
+    located: StoredList,
+    added: Sequence[Message],
+    whole: Sequence[Message],
+    limits: Limits,
+) -> tuple[_Extension, list[bytes]]:
+    """A list that starts with the very objects stored: O(new messages).  (The
+    extension, the digests of ``added``.)"""
+    assert known.hasher is not None  # an entry with stored messages has its hasher
+    digests = rows.digests_of(added, limits)
+    hasher = known.hasher.copy()
+    hasher.update(b"".join(digests))
+    return _Extension(
+        known,
+        added,
+        digests,
+        hasher,
+        rows.activity(added, whole),
+        lambda version: known.extended(version, located, added, digests, hasher),
+    ), digests
 
 
 class PostgresStorage(Store):
@@ -110,6 +152,9 @@ class PostgresStorage(Store):
         self._owns_engine = owns_engine
         self._upgrade_on_load = upgrade_on_load
         self._keys = DataKeys(encryption) if encryption is not None else None
+        #: What this process last knew of each session (storage/knowledge.py).
+        self.knowledge = SessionKnowledge()
+        self._recognised: tuple[str, object, Known] | None = None
 
     @property
     def data_keys(self) -> DataKeys | None:
@@ -196,121 +241,136 @@ class PostgresStorage(Store):
 
     # -- save ---------------------------------------------------------------------------------
 
+    def _stored_prefix(self, session_id: str, messages: object) -> int:
+        known = self.knowledge.stored_prefix(session_id, messages)
+        # Kept for the _save this save() calls next, so the list is compared once; a
+        # save that finds another list here (the rules converted it) takes no shortcut.
+        self._recognised = (session_id, messages, known) if known is not None else None
+        return (known.count or 0) if known is not None else 0
+
+    def _recognition(self, session_id: str, messages: list[Message]) -> Known | None:
+        """What _stored_prefix found for this very list, if anything."""
+        found, self._recognised = self._recognised, None
+        if found is None or found[0] != session_id or found[1] is not messages:
+            return None
+        return found[2]
+
     @recorded("messages")
     @resealed_if_key_destroyed
     async def _save(
-        self,
-        session_id: str,
-        messages: list[Message],
-        known: Known | None,
-        expected: int | None,
-        user_id: str | None,
+        self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
     ) -> int:
-        # Where these messages will be found again, taken before anything awaits: the
-        # caller's list may change while this save waits for the database.
-        located = StoredList.of(messages)
-        key = await self._session_key(session_id, user_id)
-        if known is not None and known.hasher is not None and expected != NEW_SESSION:
-            version = await self._save_extension(
-                session_id, messages, located, known, expected, user_id, key
-            )
-            if version is not None:
-                return version
-        if located.edits is not None:
-            messages = messages[:]  # a History: this save's own snapshot of it
-        digests = rows.digests_of(messages, self.limits)
-        entry = self.knowledge.get(session_id)
-        if (
-            entry is not None
-            and entry.count is not None
-            and entry.content_hash is not None
-            and entry.count <= len(messages)
-            and expected != NEW_SESSION
-        ):
-            prefix_hash, hasher = _prefix_and_total_hash(digests, entry.count, key)
-            if prefix_hash == entry.content_hash:
-                new = rows.Batch(
-                    messages[entry.count :],
-                    digests[entry.count :],
-                    self._costs(messages[entry.count :]),
-                    self.token_counter.encoding_name,
-                    key,
-                    session_id,
-                )
+        """One path: a list believed to extend what is stored (it starts with the very
+        objects stored, or with messages whose hash is the known one) is appended after
+        it by one conditional statement; if nothing is believed, or the session moved
+        on, one transaction locks the session row and compares there."""
+        with self._forgetting_on_conflict(session_id):
+            known = self._recognition(session_id, messages)
+            # What is about to be stored, taken before anything awaits: the caller's list
+            # may change while this save waits for the database.
+            whole: list[Message] | None = None
+            if known is not None and known.stored is not None and expected != NEW_SESSION:
+                located = known.stored.extended_by(messages)
+                added = messages[known.count or 0 :]
+            else:
+                known, located = None, StoredList.of(messages)
+                whole = messages[:] if located.edits is not None else located.base
+            key = await self._session_key(session_id, user_id)
+            extension: _Extension | None
+            if whole is None:  # recognised: the stored part is hashed already
+                assert known is not None
+                extension, digests = _recognised(known, located, added, messages, self.limits)
+            else:
+                extension, digests = self._hashed(session_id, whole, located, key, expected)
+            if extension is not None:
+                new = rows.batch(
+                    extension.added, self.token_counter, self.limits, key, session_id,
+                    digests=extension.digests,
+                )  # fmt: skip
                 async with self._connections.call("save") as driver:
                     version = await self._append_if_unchanged(
-                        driver, session_id, entry, messages, new, hasher, expected, user_id
+                        driver, session_id, extension, new, expected, user_id
                     )
                 if version is not None:
-                    self.knowledge.after_write(
-                        session_id,
-                        rows.known_after_write(version, messages, digests, hasher, located),
-                    )
+                    self.knowledge.after_write(session_id, extension.after(version))
                     return version
-        self.knowledge.forget(session_id)
-        async with self._connections.call("save") as driver, driver.transaction():
-            version, hasher = await self._save_locked(
-                driver, session_id, messages, digests, expected, user_id, key
+            self.knowledge.forget(session_id)
+            if whole is None:
+                whole = located.messages()
+                digests = rows.digests_of(whole, self.limits)
+            async with self._connections.call("save") as driver, driver.transaction():
+                version, hasher = await self._save_locked(
+                    driver, session_id, whole, digests, expected, user_id, key
+                )
+            self.knowledge.after_write(
+                session_id, rows.known_after_write(version, whole, digests, hasher, located)
             )
-        self.knowledge.after_write(
-            session_id, rows.known_after_write(version, messages, digests, hasher, located)
-        )
-        return version
+            return version
 
-    async def _save_extension(
+    def _hashed(
         self,
         session_id: str,
-        messages: list[Message],
+        whole: list[Message],
         located: StoredList,
-        known: Known,
-        expected: int | None,
-        user_id: str | None,
         key: DataKey | None,
-    ) -> int | None:
-        """A list that starts with exactly the stored messages: O(new messages).
+        expected: int | None,
+    ) -> tuple[_Extension | None, list[bytes]]:
+        """(``whole`` as an extension of what this process knew was stored, when the
+        hash of its first messages is the known content hash, else None; every digest
+        of ``whole``)."""
+        digests = rows.digests_of(whole, self.limits)
+        entry = self.knowledge.get(session_id)
+        if (
+            entry is None
+            or entry.count is None
+            or entry.content_hash is None
+            or entry.count > len(whole)
+            or expected == NEW_SESSION
+        ):
+            return None, digests
+        prefix_hash, hasher = _prefix_and_total_hash(digests, entry.count, key)
+        if prefix_hash != entry.content_hash:
+            return None, digests
+        added = whole[entry.count :]
+        return _Extension(
+            entry,
+            added,
+            digests[entry.count :],
+            hasher,
+            rows.activity(added, whole),
+            lambda version: rows.known_after_write(version, whole, digests, hasher, located),
+        ), digests
 
-        None when the general path must decide (the session changed meanwhile).
-        """
-        count = known.count or 0
-        assert known.hasher is not None  # checked by the caller
-        added = messages[count:]
-        new = rows.sealed_by(rows.batch(added, self.token_counter, self.limits), key, session_id)
-        hasher = known.hasher.copy()
-        hasher.update(b"".join(new.digests))
-        async with self._connections.call("save") as driver:
-            version = await self._append_if_unchanged(
-                driver, session_id, known, messages, new, hasher, expected, user_id
-            )
-        if version is None:
-            return None
-        self.knowledge.after_write(
-            session_id, known.extended(version, located, added, new.digests, hasher)
-        )
-        return version
+    @contextmanager
+    def _forgetting_on_conflict(self, session_id: str) -> Iterator[None]:
+        try:
+            yield
+        except ConflictError:
+            self.knowledge.forget(session_id)
+            raise
 
     async def _append_if_unchanged(
         self,
         driver: Driver,
         session_id: str,
-        known: Known,
-        whole: Sequence[Message],
+        extension: _Extension,
         new: rows.Batch,
-        hasher: Hasher,
         expected: int | None,
         user_id: str | None,
     ) -> int | None:
-        """The new version, or None if the session moved on since ``known``."""
+        """The new version, or None if the session moved on since ``extension.known``."""
+        known = extension.known
         version = await sql.APPEND_IF_UNCHANGED.fetchval(
             driver,
             sid=session_id,
             known_count=known.count,
             known_hash=known.content_hash,
-            new_count=len(whole),
-            new_hash=hasher.digest(),
+            new_count=(known.count or 0) + len(new.messages),
+            new_hash=extension.hasher.digest(),
             user_id=user_id,
             expected=expected,
             ttl=self.ttl,
-            **rows.activity(new.messages, whole),
+            **extension.activity,
             **rows.new_message_arrays(new),
         )
         return int(version) if version is not None else None
@@ -356,14 +416,10 @@ class PostgresStorage(Store):
             start = await self._first_difference(driver, session_id, digests, stored_count)
             await sql.DELETE_FROM_POSITION.execute(driver, sid=session_id, start=start)
         if start < target:
-            new = rows.Batch(
-                messages[start:],
-                digests[start:],
-                self._costs(messages[start:]),
-                self.token_counter.encoding_name,
-                key,
-                session_id,
-            )
+            new = rows.batch(
+                messages[start:], self.token_counter, self.limits, key, session_id,
+                digests=digests[start:],
+            )  # fmt: skip
             await sql.INSERT_MESSAGES.execute(
                 driver, sid=session_id, start=start, **rows.new_message_arrays(new)
             )
@@ -379,9 +435,6 @@ class PostgresStorage(Store):
             **activity,
         )
         return int(version), hasher
-
-    def _costs(self, messages: Sequence[Message]) -> list[int | None]:
-        return [self.token_counter.message_cost(message) for message in messages]
 
     @staticmethod
     async def _current(driver: Driver, session_id: str) -> int:
@@ -417,67 +470,70 @@ class PostgresStorage(Store):
     ) -> int:
         """One statement: the session row hands out the positions, so concurrent appends
         never collide, and nothing stored is read."""
-        key = await self._session_key(session_id, user_id)
-        new = rows.sealed_by(rows.batch(messages, self.token_counter, self.limits), key, session_id)
-        known = self.knowledge.get(session_id)
-        extended = None
-        if known is not None and known.hasher is not None:
-            extended = known.hasher.copy()
-            extended.update(b"".join(new.digests))
-        values = {
-            "sid": session_id,
-            "user_id": user_id,
-            "added": len(messages),
-            "added_hash": rows.hasher(key, b"".join(new.digests)).digest(),
-            "ttl": self.ttl,
-            **rows.activity(messages, messages),
-            **rows.new_message_arrays(new),
-        }
-        knowledge = {
-            "known_count": known.count if known else None,
-            "known_hash": known.content_hash if known else None,
-            "extended_hash": extended.digest() if extended is not None else None,
-            "max_messages": self.limits.max_messages,
-        }
-        async with self._connections.call("append") as driver:
-            for _attempt in range(2):
-                if expected is None:
-                    row = await sql.APPEND.fetchrow(driver, **values, **knowledge)
-                elif expected == NEW_SESSION:
-                    row = await sql.APPEND_TO_NEW.fetchrow(driver, **values)
-                else:
-                    row = await sql.APPEND_AT_VERSION.fetchrow(
-                        driver, **values, **knowledge, expected=expected
+        with self._forgetting_on_conflict(session_id):
+            key = await self._session_key(session_id, user_id)
+            new = rows.batch(messages, self.token_counter, self.limits, key, session_id)
+            known = self.knowledge.get(session_id)
+            extended = None
+            if known is not None and known.hasher is not None:
+                extended = known.hasher.copy()
+                extended.update(b"".join(new.digests))
+            values = {
+                "sid": session_id,
+                "user_id": user_id,
+                "added": len(messages),
+                "added_hash": rows.hasher(key, b"".join(new.digests)).digest(),
+                "ttl": self.ttl,
+                **rows.activity(messages, messages),
+                **rows.new_message_arrays(new),
+            }
+            knowledge = {
+                "known_count": known.count if known else None,
+                "known_hash": known.content_hash if known else None,
+                "extended_hash": extended.digest() if extended is not None else None,
+                "max_messages": self.limits.max_messages,
+            }
+            async with self._connections.call("append") as driver:
+                for _attempt in range(2):
+                    if expected is None:
+                        row = await sql.APPEND.fetchrow(driver, **values, **knowledge)
+                    elif expected == NEW_SESSION:
+                        row = await sql.APPEND_TO_NEW.fetchrow(driver, **values)
+                    else:
+                        row = await sql.APPEND_AT_VERSION.fetchrow(
+                            driver, **values, **knowledge, expected=expected
+                        )
+                    if row is not None:
+                        break
+                    facts = await sql.SESSION_FACTS.fetchrow(driver, sid=session_id)
+                    if facts is not None and facts["expired"]:
+                        await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
+                        continue  # an expired session is a new one
+                    if facts is not None:
+                        rules.check_message_count(
+                            len(messages), self.limits, facts["message_count"]
+                        )
+                    raise rules.stale_session(
+                        session_id, int(facts["version"]) if facts else 0, expected
                     )
-                if row is not None:
-                    break
-                facts = await sql.SESSION_FACTS.fetchrow(driver, sid=session_id)
-                if facts is not None and facts["expired"]:
-                    await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
-                    continue  # an expired session is a new one
-                if facts is not None:
-                    rules.check_message_count(len(messages), self.limits, facts["message_count"])
-                raise rules.stale_session(
-                    session_id, int(facts["version"]) if facts else 0, expected
+                else:
+                    raise rules.stale_session(
+                        session_id, await self._current(driver, session_id), expected
+                    )
+            start, version = int(row["start"]), int(row["version"])
+            if known is not None and extended is not None and start == known.count:
+                # count and hash carry on; the messages stay with whoever holds them
+                self.knowledge.after_write(
+                    session_id, Known(version, start + len(messages), extended.digest(), extended)
+                )
+            elif start == 0:
+                fresh = rows.hasher(key, b"".join(new.digests))
+                self.knowledge.after_write(
+                    session_id, Known(version, len(messages), fresh.digest(), fresh)
                 )
             else:
-                raise rules.stale_session(
-                    session_id, await self._current(driver, session_id), expected
-                )
-        start, version = int(row["start"]), int(row["version"])
-        if known is not None and extended is not None and start == known.count:
-            # count and hash carry on; the messages stay with whoever holds them
-            self.knowledge.after_write(
-                session_id, Known(version, start + len(messages), extended.digest(), extended)
-            )
-        elif start == 0:
-            fresh = rows.hasher(key, b"".join(new.digests))
-            self.knowledge.after_write(
-                session_id, Known(version, len(messages), fresh.digest(), fresh)
-            )
-        else:
-            self.knowledge.forget(session_id)
-        return version
+                self.knowledge.forget(session_id)
+            return version
 
     # -- load, version, delete, exists ----------------------------------------------------------
 
@@ -531,23 +587,13 @@ class PostgresStorage(Store):
             )
         opened = rows.open_messages(found, keys, session_id)
         loaded = History(rows_to_messages(opened, session_id=session_id))
-        # Building thousands of objects: the collector would scan them all, for nothing
-        # (none of them is garbage yet).  Nothing here awaits, so the pause delays no one.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            if self._keys is None:
-                known = rows.known_after_load(version, opened, loaded, head["content_hash"])
-            elif found and found[-1][rows.KEY_ID] is not None and keys is not None:
-                last_key = keys[found[-1][rows.KEY_ID]]
-                known = rows.known_after_load(
-                    version, opened, loaded, head["content_hash"], last_key
-                )
-            else:  # plaintext rows, encryption on: the next save checks them one by one
-                known = Known(version, len(found), head["content_hash"])
-        finally:
-            if collecting:
-                gc.enable()
+        if self._keys is None:
+            known = rows.known_after_load(version, opened, loaded, head["content_hash"])
+        elif found and found[-1][rows.KEY_ID] is not None and keys is not None:
+            last_key = keys[found[-1][rows.KEY_ID]]
+            known = rows.known_after_load(version, opened, loaded, head["content_hash"], last_key)
+        else:  # plaintext rows, encryption on: the next save checks them one by one
+            known = Known(version, len(found), head["content_hash"])
         self.knowledge.after_load(session_id, known)
         return loaded
 
@@ -566,6 +612,7 @@ class PostgresStorage(Store):
         return int(current or 0)
 
     async def _delete(self, session_id: str) -> None:
+        self.knowledge.forget(session_id)
         async with self._connections.call("delete") as driver:
             await sql.DELETE_SESSION.execute(driver, sid=session_id)
         self.written.deleted(session_id)
@@ -681,6 +728,7 @@ class PostgresStorage(Store):
         if self._keys is not None:
             self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])
         for session_id in row["session_ids"]:
+            self.knowledge.forget(session_id)
             self.written.deleted(session_id)
         self.written.deleted_profile(user_id)
         return Erased(

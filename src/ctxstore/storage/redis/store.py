@@ -29,7 +29,6 @@ from ctxstore.models import (
 )
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
-from ctxstore.storage.knowledge import Known
 from ctxstore.storage.redis import keys, scripts, values
 from ctxstore.storage.redis.errors import translated_redis
 from ctxstore.storage.redis.journal import RedisJournal
@@ -107,7 +106,6 @@ class RedisStorage(Store):
         self,
         session_id: str,
         messages: list[Message],
-        known: Known | None,
         expected: int | None,
         user_id: str | None,
     ) -> int:
