@@ -87,12 +87,12 @@ def _recognised(
     known: Known,
     located: StoredList,
     added: Sequence[Message],
-    whole: Sequence[Message],
+    activity: dict[str, Any],
     limits: Limits,
 ) -> tuple[_Extension, list[bytes]]:
     """A list that starts with the very objects stored: O(new messages).  (The
     extension, the digests of ``added``.)"""
-    assert known.hasher is not None  # an entry with stored messages has its hasher
+    assert known.hasher is not None  # checked by the caller
     digests = rows.digests_of(added, limits)
     hasher = known.hasher.copy()
     hasher.update(b"".join(digests))
@@ -101,7 +101,7 @@ def _recognised(
         added,
         digests,
         hasher,
-        rows.activity(added, whole),
+        activity,
         lambda version: known.extended(version, located, added, digests, hasher),
     ), digests
 
@@ -269,9 +269,15 @@ class PostgresStorage(Store):
             # What is about to be stored, taken before anything awaits: the caller's list
             # may change while this save waits for the database.
             whole: list[Message] | None = None
-            if known is not None and known.stored is not None and expected != NEW_SESSION:
+            if (
+                known is not None
+                and known.stored is not None
+                and known.hasher is not None
+                and expected != NEW_SESSION
+            ):
                 located = known.stored.extended_by(messages)
                 added = messages[known.count or 0 :]
+                activity = rows.activity(added, messages)
             else:
                 known, located = None, StoredList.of(messages)
                 whole = messages[:] if located.edits is not None else located.base
@@ -279,7 +285,7 @@ class PostgresStorage(Store):
             extension: _Extension | None
             if whole is None:  # recognised: the stored part is hashed already
                 assert known is not None
-                extension, digests = _recognised(known, located, added, messages, self.limits)
+                extension, digests = _recognised(known, located, added, activity, self.limits)
             else:
                 extension, digests = self._hashed(session_id, whole, located, key, expected)
             if extension is not None:
