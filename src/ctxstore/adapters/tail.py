@@ -9,15 +9,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import random
-
 from ctxstore.errors import ConflictError
 from ctxstore.models import Message
+from ctxstore.retry import Retry, jittered
 from ctxstore.storage.base import VersionedStorage
 
-#: Attempts of one pop against writers that keep changing the session.
-POP_ATTEMPTS = 100
+#: One pop against writers that keep changing the session: read again, after a pause
+#: that spreads competing poppers out (up to 50 ms).
+POP_RACE = Retry(ConflictError, attempts=100, wait=jittered(0.002, cap=0.05))
 
 
 async def newest(storage: VersionedStorage, session_id: str, limit: int) -> list[Message]:
@@ -29,23 +28,24 @@ async def pop_newest(
     storage: VersionedStorage, session_id: str, user_id: str | None = None
 ) -> Message | None:
     """Remove the session's last message and return it; None when there is none."""
-    for attempt in range(POP_ATTEMPTS):
+
+    async def pop() -> Message | None:
         async with storage.reader(session_id) as reader:
             head = await reader.head()
             if not head.message_count:
                 return None
             messages = await reader.span(0, head.message_count)
-        try:
-            await storage.save(
-                session_id, messages[:-1], expected_version=head.version, user_id=user_id
-            )
-        except ConflictError:
-            # Another writer got there first: read again, after a pause that spreads
-            # competing poppers out (up to 50 ms).
-            await asyncio.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
-            continue
+        # A ConflictError: another writer got there first.
+        await storage.save(
+            session_id, messages[:-1], expected_version=head.version, user_id=user_id
+        )
         return messages[-1]
-    raise ConflictError(
-        f"session {session_id!r} kept changing: no pop succeeded in {POP_ATTEMPTS} attempts",
-        session_id=session_id,
+
+    return await POP_RACE.run(
+        pop,
+        exhausted=lambda _error: ConflictError(
+            f"session {session_id!r} kept changing: no pop succeeded in "
+            f"{POP_RACE.attempts} attempts",
+            session_id=session_id,
+        ),
     )

@@ -38,6 +38,7 @@ from sqlalchemy.schema import AddConstraint
 from ctxstore.db.engine import EngineSettings, create_engine, redact
 from ctxstore.db.errors import translated
 from ctxstore.errors import ConfigurationError
+from ctxstore.retry import Retry, linear
 
 ROOT_TABLE = "sessions"
 DISTRIBUTION_COLUMN = "session_id"
@@ -253,9 +254,11 @@ def _in_lock_order(tables: Iterable[str]) -> list[str]:
 
 
 #: deadlock_detected, lock_not_available: the locks of live traffic, met by a step (which
-#: rolls back and runs again).
+#: rolls back and runs again, after 0.1 s, 0.2 s, ...).
 _RETRIED = frozenset({"40P01", "55P03"})
-_ATTEMPTS = 8
+LOCKED_OUT = Retry(
+    DBAPIError, attempts=8, wait=linear(0.1), when=lambda error: _sqlstate(error) in _RETRIED
+)
 # No step queues long behind the application's transactions (and so holds them up).
 _LOCK_WAIT = "SET LOCAL lock_timeout TO '2s'"
 
@@ -266,7 +269,8 @@ def _step(
     """``action`` in a transaction of its own, ``tables`` locked first in ``mode``; run
     again when the traffic's locks stood in its way."""
     names = ", ".join(f'"{table}"' for table in tables)
-    for attempt in range(1, _ATTEMPTS + 1):
+
+    def attempt() -> None:
         try:
             connection.execute(text(_LOCK_WAIT))
             # Conversions and DDL in one transaction: one connection per worker.
@@ -275,12 +279,11 @@ def _step(
                 connection.execute(text(f"LOCK TABLE {names} IN {mode} MODE"))
             action()
             connection.commit()
-            return
-        except DBAPIError as error:
+        except DBAPIError:
             connection.rollback()
-            if _sqlstate(error) not in _RETRIED or attempt == _ATTEMPTS:
-                raise
-            time.sleep(0.1 * attempt)
+            raise
+
+    LOCKED_OUT.run_sync(attempt)
 
 
 def _sqlstate(error: DBAPIError) -> str | None:

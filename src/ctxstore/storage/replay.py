@@ -26,17 +26,19 @@ documents are idempotent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.models import Message
+from ctxstore.retry import Retry
 from ctxstore.storage.journal import Entry, Journal, Operation, Position
 from ctxstore.storage.rules import NEW_SESSION
 from ctxstore.storage.store import Store
 
-#: Conflicts in a row (other writers on the same session) before replay tries again later.
-CONFLICT_ATTEMPTS = 20
+#: Conflicts in a row (other writers on the same session) before replay tries again later:
+#: each conflict reads the session's head again.
+CONFLICTS = Retry(ConflictError, attempts=20)
 #: Messages replay appends in one statement when it joins a run of journaled appends.
 RUN_MESSAGES = 1000
 
@@ -156,7 +158,9 @@ class Replayer:
         base = self._base(first)
         head = self._left_at.get(first.key)
         moved = False
-        for _ in range(CONFLICT_ATTEMPTS):
+
+        async def attempt() -> bool:
+            nonlocal head, moved
             if head is None:
                 head = await self._head(first.key)
                 # An uncertain write may itself be what moved the version.
@@ -177,12 +181,13 @@ class Replayer:
                 )
             except ConflictError:
                 head = None  # another writer between our read and our write: read again
-                continue
+                raise
             self._left_at[first.key] = _Head(version, head.count + len(messages))
             for entry_id in positions:
                 del self._marked[entry_id]
             return moved
-        raise ConflictError(f"session {first.key!r} kept changing on the primary during replay")
+
+        return await CONFLICTS.run(attempt, exhausted=_kept_changing(first.key))
 
     def _base(self, op: Operation) -> int | None:
         left = self._left_at.get(op.key)
@@ -228,7 +233,9 @@ class Replayer:
         base = self._base(op)
         head: _Head | None = self._left_at.get(op.key)
         moved = False
-        for _ in range(CONFLICT_ATTEMPTS):
+
+        async def attempt() -> bool:
+            nonlocal head, moved
             if head is None:
                 head = await self._head(op.key)
                 moved = moved or (base is not None and head.version != base and not op.uncertain)
@@ -241,10 +248,11 @@ class Replayer:
                 )
             except ConflictError:
                 head = None  # another writer between our read and our write: read again
-                continue
+                raise
             self._left_at[op.key] = _Head(version, len(op.messages))
             return moved
-        raise ConflictError(f"session {op.key!r} kept changing on the primary during replay")
+
+        return await CONFLICTS.run(attempt, exhausted=_kept_changing(op.key))
 
     async def _suspects(self) -> dict[str, Position]:
         """Appends that may have reached the primary: marked by a replay that then stopped
@@ -311,3 +319,10 @@ def _superseded_by_a_save(entries: Sequence[Entry]) -> tuple[Entry, Operation, i
         uncertain=False,
     )
     return covered[last_save], joined, length
+
+
+def _kept_changing(session_id: str) -> Callable[[ConflictError], ConflictError]:
+    def give_up(_error: ConflictError) -> ConflictError:
+        return ConflictError(f"session {session_id!r} kept changing on the primary during replay")
+
+    return give_up

@@ -18,6 +18,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 from ctxstore import telemetry
 from ctxstore.encryption import DataKey, Encryption, KeyProvider, new_data_key
 from ctxstore.errors import DataKeyDestroyedError, EncryptionKeyError
+from ctxstore.retry import Retry
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.postgres.statement import Driver
 
@@ -137,9 +138,9 @@ class _HoldsKeys(Protocol):
 
 
 _Store = TypeVar("_Store", bound=_HoldsKeys)
-# A fresh key is destroyed again only if the user is erased again meanwhile: rare, and
-# then the caller hears DataKeyDestroyedError (nothing written) rather than waiting on.
-_ATTEMPTS = 3
+#: A fresh key is destroyed again only if the user is erased again meanwhile: rare, and
+#: then the caller hears DataKeyDestroyedError (nothing written) rather than waiting on.
+DESTROYED_KEY = Retry(DataKeyDestroyedError, attempts=3)
 _Args = ParamSpec("_Args")
 _Result = TypeVar("_Result")
 
@@ -147,21 +148,19 @@ _Result = TypeVar("_Result")
 def resealed_if_key_destroyed(
     write: Callable[Concatenate[_Store, _Args], Coroutine[Any, Any, _Result]],
 ) -> Callable[Concatenate[_Store, _Args], Coroutine[Any, Any, _Result]]:
-    """A sealing write, run again (with an empty key cache, up to three tries) if a key
+    """A sealing write, run again (with an empty key cache, see DESTROYED_KEY) if a key
     it sealed under was destroyed by another process's erasure before it committed.  The
     failed attempt kept nothing (its transaction rolled back), so writing again is safe."""
 
     @functools.wraps(write)
     async def sealing(store: _Store, /, *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
-        for _attempt in range(_ATTEMPTS - 1):
-            try:
-                return await write(store, *args, **kwargs)
-            except DataKeyDestroyedError:
-                keys = store.data_keys
-                if keys is None:
-                    raise
-                keys.clear()
-                telemetry.retried("destroyed_key")
-        return await write(store, *args, **kwargs)
+        def forget_keys(error: DataKeyDestroyedError) -> None:
+            keys = store.data_keys
+            if keys is None:
+                raise error
+            keys.clear()
+            telemetry.retried("destroyed_key")
+
+        return await DESTROYED_KEY.run(lambda: write(store, *args, **kwargs), retrying=forget_keys)
 
     return sealing
