@@ -157,8 +157,9 @@ class EncryptionKeyError(ConfigurationError):
 
 class DataKeyDestroyedError(EncryptionKeyError):
     """A write was sealed under a data key that was destroyed (its user erased) before the
-    write committed; nothing of the write was kept.  The PostgreSQL store retries such a
-    write once under a fresh key, so a caller sees this only if that fails too."""
+    write committed; nothing of the write was kept.  The PostgreSQL store writes again
+    under a fresh key, up to three tries in all, so a caller sees this only if they all
+    fail."""
 
 
 class DatabaseNotFoundError(ConfigurationError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import URL, event, text
+from sqlalchemy import URL, text
 
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
 from ctxstore.storage.postgres.sql import NEWEST, NEWEST_WITHIN
@@ -46,16 +46,12 @@ async def test_a_10000_message_context_reads_only_its_window(database_url: URL) 
         await storage.save("big", long_history(10_000))
         requested: list[int] = []
 
-        def on_connect(dbapi_connection: Any, _record: Any) -> None:
-            def log(query: Any) -> None:
-                for statement in (NEWEST, NEWEST_WITHIN):
-                    if query.query == statement.sql:
-                        requested.append(query.args[statement.parameters.index("limit")])
+        def log(query: Any) -> None:
+            for statement in (NEWEST, NEWEST_WITHIN):
+                if query.query == statement.sql:
+                    requested.append(query.args[statement.parameters.index("limit")])
 
-            dbapi_connection.driver_connection.add_query_logger(log)
-
-        await storage.engine.dispose()  # new connections get the logger
-        event.listen(storage.engine.sync_engine, "connect", on_connect)
+        await storage.watch_connections(lambda connection: connection.add_query_logger(log))
         contract = await ContextBuilder(storage).build("big", "t", "继续", token_budget=8000)
         window = await ContextManager(storage).get_context("big", TokenBudget(8000))
     assert contract.meta.included_message_count > 100

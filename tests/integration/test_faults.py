@@ -116,9 +116,7 @@ async def test_an_unreachable_server_is_unavailable_fast(proxied: tuple[TcpProxy
 
 
 async def test_a_read_on_a_connection_that_died_is_retried(database_url: URL) -> None:
-    async with PostgresStorage.from_url(
-        database_url, settings=EngineSettings(ping_skip_window=3600)
-    ) as storage:
+    async with PostgresStorage.from_url(database_url) as storage:
         await storage.save("s", msgs(2))
         await admin_sql(
             database_url,

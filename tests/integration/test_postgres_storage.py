@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import URL, event, text
+from sqlalchemy import URL, text
 
 from ctxstore import (
     CorruptDataError,
@@ -28,14 +28,12 @@ def history(count: int, prefix: str = "m") -> list[Message]:
     ]
 
 
-@contextmanager
-def captured_sql(storage: PostgresStorage) -> Iterator[list[tuple[str, Any]]]:
-    """Every statement the storage's connections send, with arguments, while the block runs.
-
-    Statements executed through SQLAlchemy are seen by its cursor event; those sent to
-    the asyncpg connection directly by asyncpg's query logger, hooked on each new
-    connection (so use it on a fresh storage).
-    """
+@asynccontextmanager
+async def captured_sql(
+    storage: PostgresStorage,
+) -> AsyncIterator[tuple[list[tuple[str, Any]], list[bool]]]:
+    """Every statement the storage's connections send, with arguments, while the block runs
+    (asyncpg's query logger, on each connection the storage opens)."""
     statements: list[tuple[str, Any]] = []
     recording = [False]
 
@@ -43,21 +41,8 @@ def captured_sql(storage: PostgresStorage) -> Iterator[list[tuple[str, Any]]]:
         if recording[0]:
             statements.append((" ".join(query.query.split()), query.args))
 
-    def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.driver_connection.add_query_logger(log)
-
-    def on_execute(_conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if recording[0]:
-            statements.append((" ".join(statement.split()), params))
-
-    engine = storage.engine.sync_engine
-    event.listen(engine, "connect", on_connect)
-    event.listen(engine, "before_cursor_execute", on_execute)
-    try:
-        yield statements, recording  # type: ignore[misc]
-    finally:
-        event.remove(engine, "connect", on_connect)
-        event.remove(engine, "before_cursor_execute", on_execute)
+    await storage.watch_connections(lambda connection: connection.add_query_logger(log))
+    yield statements, recording
 
 
 async def row_versions(storage: PostgresStorage, session_id: str) -> dict[int, str]:
@@ -71,7 +56,7 @@ async def row_versions(storage: PostgresStorage, session_id: str) -> dict[int, s
 
 async def test_appending_a_turn_writes_only_the_new_messages(database_url: URL) -> None:
     async with PostgresStorage.from_url(database_url) as storage:
-        with captured_sql(storage) as (statements, recording):
+        async with captured_sql(storage) as (statements, recording):
             stored = history(1000)
             await storage.save("long", stored)
             before = await row_versions(storage, "long")
@@ -107,7 +92,7 @@ async def test_a_cold_append_reads_no_stored_messages(database_url: URL) -> None
     async with PostgresStorage.from_url(database_url) as writer:
         await writer.save("cold", history(1000))
     async with PostgresStorage.from_url(database_url) as storage:
-        with captured_sql(storage) as (statements, recording):
+        async with captured_sql(storage) as (statements, recording):
             await asyncio.sleep(0.05)  # asyncpg reports queries to loggers a moment later
             recording[0] = True
             await storage.save("cold", [*history(1000), Message(role="user", content="new")])
@@ -257,7 +242,6 @@ async def test_engine_defaults_reach_the_server(pg_storage: PostgresStorage) -> 
     assert name == "ctxstore"
     assert timeout == "30s"
     assert idle == "1min"
-    assert pg_storage.engine.pool._pre_ping  # type: ignore[attr-defined]
 
 
 async def test_pooled_connections_killed_while_idle_are_replaced(database_url: URL) -> None:

@@ -1,18 +1,25 @@
-"""Database URLs and engines with production defaults."""
+"""Database URLs, the storage's asyncpg pool and SQLAlchemy engines, with production defaults.
+
+The storage runs every statement on an asyncpg pool (:func:`create_pool`); SQLAlchemy
+engines (:func:`create_engine`) serve migrations, reports and admin code.  Both take
+their connections' settings from one :class:`EngineSettings`.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import os
-import time
+import warnings
+import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from asyncpg.exceptions import ConnectionDoesNotExistError
-from sqlalchemy import URL, event, make_url
+import asyncpg
+from sqlalchemy import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
-from sqlalchemy.util.concurrency import await_only
 
 from ctxstore.errors import ConfigurationError
 from ctxstore.redaction import redact as redact  # noqa: PLC0414 - re-exported (mypy)
@@ -160,17 +167,30 @@ class EngineSettings:
     # sustained load they are opened and closed per request (a backend fork each): with
     # 10 overflow, 32 busy sessions ran at a quarter of the throughput.  Size the pool.
     max_overflow: int = 0
+    #: Seconds to get a connection once a caller's turn has come (waiting for the turn
+    #: is bounded by the storage's operation_timeout).
     pool_timeout: float = 10.0
+    #: A pooled connection idle this long is closed (the storage's asyncpg pool); the
+    #: SQLAlchemy engines recycle a connection this old.
     pool_recycle: float = 1800.0
     connect_timeout: float = 5.0
     command_timeout: float | None = 30.0
     statement_timeout_ms: int = 30_000
     lock_timeout_ms: int = 10_000
     idle_in_transaction_timeout_ms: int = 60_000
-    #: A pooled connection used less than this many seconds ago skips the pre-ping's
-    #: round trip (see _Liveness).  0 pings on every checkout.
-    ping_skip_window: float = 1.0
     extra_server_settings: dict[str, str] = field(default_factory=dict)
+    #: Deprecated, without effect: the storage's pool pings no connection at checkout
+    #: (asyncpg notices a closed socket; a read that meets a dead connection is retried).
+    ping_skip_window: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.ping_skip_window is not None:
+            warnings.warn(
+                "EngineSettings(ping_skip_window=...) has no effect any more: the storage's "
+                "asyncpg pool sends no ping at checkout; drop the argument",
+                DeprecationWarning,
+                stacklevel=3,
+            )
 
     def connect_args(self, *, transaction_pooler: bool = False) -> dict[str, object]:
         server_settings = {
@@ -200,84 +220,119 @@ class EngineSettings:
         }
 
 
+#: What each engine create_engine made was made from (its own URL has lost ?pooling).
+_SOURCES: weakref.WeakKeyDictionary[AsyncEngine, tuple[URL, EngineSettings]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def pool_source(engine: AsyncEngine) -> tuple[URL, EngineSettings]:
+    """The URL and settings ``engine`` was created with, for a pool on the same database
+    (for an engine not made by create_engine: its URL, and the default settings)."""
+    return _SOURCES.get(engine) or (engine.url, EngineSettings())
+
+
 def create_engine(
     url: str | URL, settings: EngineSettings | None = None, *, pooled: bool = True
 ) -> AsyncEngine:
-    """An AsyncEngine on asyncpg with ctxstore's defaults (see EngineSettings)."""
+    """An SQLAlchemy AsyncEngine on asyncpg with ctxstore's defaults (see EngineSettings),
+    for migrations, reports and admin code: the storage's own calls use create_pool."""
     settings = settings or EngineSettings()
-    normalized = normalize_url(url)
+    source = normalized = normalize_url(url)
     pooler = behind_transaction_pooler(normalized)
     normalized = normalized.difference_update_query([POOLING_OPTION])
     if pooler:  # SQLAlchemy's own statement cache too (Alembic, analytics)
         normalized = normalized.update_query_dict({"prepared_statement_cache_size": "0"})
     connect_args = settings.connect_args(transaction_pooler=pooler)
     if not pooled:
-        return create_async_engine(
+        engine = create_async_engine(
             normalized,
             poolclass=NullPool,
             connect_args=connect_args,
             hide_parameters=True,  # as below: no bound value in a log or an error
         )
-    engine = create_async_engine(
-        normalized,
-        pool_pre_ping=True,
-        pool_size=settings.pool_size,
-        max_overflow=settings.max_overflow,
-        pool_timeout=settings.pool_timeout,
-        pool_recycle=settings.pool_recycle,
-        connect_args=connect_args,
-        # str(engine.url) masks the password (a ?password= was moved there); never echo
-        # statements.
-        echo=False,
-        hide_parameters=True,
-    )
-    liveness = _Liveness(settings.ping_skip_window)
-    engine.sync_engine.dialect.do_ping = liveness.ping  # type: ignore[method-assign]
-    for name, listener in (
-        ("checkin", liveness.used),
-        ("close", liveness.forget),
-        ("close_detached", liveness.forget_detached),
-        ("invalidate", liveness.forget),
-    ):
-        event.listen(engine.sync_engine.pool, name, listener)
+    else:
+        engine = create_async_engine(
+            normalized,
+            pool_pre_ping=True,  # not the hot path: admin calls are rare, a ping is cheap
+            pool_size=settings.pool_size,
+            max_overflow=settings.max_overflow,
+            pool_timeout=settings.pool_timeout,
+            pool_recycle=settings.pool_recycle,
+            connect_args=connect_args,
+            # str(engine.url) masks the password (a ?password= was moved there); never
+            # echo statements.
+            echo=False,
+            hide_parameters=True,
+        )
+    _SOURCES[engine] = (source, settings)
     return engine
 
 
-class _Liveness:
-    """pool_pre_ping without a round trip per checkout under load.
+def create_pool(
+    url: str | URL,
+    settings: EngineSettings | None = None,
+    *,
+    init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+) -> asyncpg.Pool:
+    """The storage's asyncpg pool for ``url`` (not yet opened: ``await`` it in the event
+    loop that uses it).  Connections open on first use, up to pool_size + max_overflow.
 
-    SQLAlchemy's asyncpg ping wraps ";" in BEGIN/ROLLBACK (for pgbouncer): three round
-    trips on every checkout, which halves the throughput of one-statement writes.  Here a
-    connection checked in less than ``window`` seconds ago is only checked locally (is
-    its socket still open?), as HikariCP does with its alive-bypass window; an older one
-    gets a bare ";" (one round trip).  A connection that dies inside the window fails its
-    next statement with StorageUnavailableError instead.
+    Nothing runs at checkout or at checkin beyond what a call needs: no ping (asyncpg
+    notices a closed socket and the pool reconnects), and at checkin only a rollback of a
+    transaction left open, not asyncpg's default RESET ALL / UNLISTEN round trip (the
+    storage sets nothing beyond a transaction: every SET it runs is SET LOCAL).  asyncpg
+    keeps each connection's prepared statements (statement_cache_size), except behind a
+    transaction pooler (``?pooling=transaction``), where none survives its transaction.
+    Each new connection gets the json/jsonb codecs the SQLAlchemy engines use (JSON text
+    in, parsed values out), then ``init``.
     """
+    settings = settings or EngineSettings()
+    normalized = normalize_url(url)
+    options = {
+        key: value
+        for key, value in normalized.query.items()
+        if key not in {POOLING_OPTION, "prepared_statement_cache_size"}
+    }
+    connect_args = settings.connect_args(transaction_pooler=behind_transaction_pooler(normalized))
+    cache_size = normalized.query.get("prepared_statement_cache_size")
+    if isinstance(cache_size, str) and "statement_cache_size" not in connect_args:
+        connect_args["statement_cache_size"] = int(cache_size)
+    size = settings.pool_size + max(settings.max_overflow, 0)
+    # The query's options win over the URL's parts (a ?host= socket directory), as in libpq.
+    arguments = {**normalized.translate_connect_args(username="user"), **options, **connect_args}
+    return asyncpg.create_pool(
+        **arguments,
+        min_size=0,
+        max_size=size,
+        max_inactive_connection_lifetime=settings.pool_recycle,
+        reset=_keep_session,
+        init=functools.partial(_prepare, init),
+    )
 
-    def __init__(self, window: float) -> None:
-        self.window = window
-        self._checked_in: dict[int, float] = {}
 
-    def used(self, dbapi_connection: Any, _record: Any) -> None:
-        if dbapi_connection is not None:
-            self._checked_in[id(dbapi_connection)] = time.monotonic()
+async def _prepare(
+    init: Callable[[asyncpg.Connection], Awaitable[None]] | None, connection: asyncpg.Connection
+) -> None:
+    """json and jsonb as SQLAlchemy's asyncpg dialect exchanges them (binary, JSON text
+    in, ``json.loads`` out), so a value reads the same through either."""
+    await connection.set_type_codec(
+        "json",
+        encoder=str.encode,
+        decoder=lambda data: json.loads(data.decode()),
+        schema="pg_catalog",
+        format="binary",
+    )
+    await connection.set_type_codec(
+        "jsonb",
+        encoder=lambda text: b"\x01" + text.encode(),  # jsonb's binary format version
+        decoder=lambda data: json.loads(data[1:].decode()),
+        schema="pg_catalog",
+        format="binary",
+    )
+    if init is not None:
+        await init(connection)
 
-    def forget(self, dbapi_connection: Any, _record: Any, *_: Any) -> None:
-        self._checked_in.pop(id(dbapi_connection), None)
 
-    def forget_detached(self, dbapi_connection: Any) -> None:
-        self._checked_in.pop(id(dbapi_connection), None)
-
-    def ping(self, dbapi_connection: Any) -> bool:
-        driver = dbapi_connection._connection
-        try:
-            if driver.is_closed():
-                raise ConnectionDoesNotExistError("connection was closed")
-            last = self._checked_in.get(id(dbapi_connection))
-            if last is not None and time.monotonic() - last < self.window:
-                return True
-            await_only(driver.fetchrow(";"))
-        except Exception as error:
-            # Raises the DBAPI error the pool expects, so a dead connection is replaced.
-            dbapi_connection._handle_exception(error)
-        return True
+async def _keep_session(_connection: asyncpg.Connection) -> None:
+    """Checkin without a round trip (asyncpg has already rolled back an open transaction)."""

@@ -1,5 +1,10 @@
 """Where PostgreSQL driver and network errors become ctxstore errors.
 
+One mapping, of asyncpg's errors: by SQLSTATE for everything the server reports, by
+asyncpg's base classes for its few client-side errors (no SQLSTATE).  Errors raised
+through SQLAlchemy (migrations, reports, admin code) are first unwrapped to the asyncpg
+error under them (:func:`driver_error`), so they map exactly as on the storage's path.
+
 (Redis errors are translated by storage/redis/errors.py, which knows redis-py's classes.)
 """
 
@@ -13,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+import asyncpg
 from sqlalchemy import exc as sa_exc
 
 from ctxstore.errors import (
@@ -56,26 +62,37 @@ _LOGIN_CLASS = "28"  # invalid_authorization_specification, invalid_password
 UNREAD: Final = "unread"
 
 
-def _sqlstate(error: BaseException) -> str | None:
-    for candidate in (error, getattr(error, "orig", None), getattr(error, "__cause__", None)):
-        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
-        if isinstance(code, str):
-            return code
-    return None
+#: asyncpg's client-side errors (no SQLSTATE): a connection closed, broken or misused.
+_CLIENT_CONNECTION_ERRORS = asyncpg.InterfaceError | asyncpg.InternalClientError
+#: asyncpg's errors: the server's (each with a SQLSTATE) and the client's own.
+_DRIVER_ERRORS = asyncpg.PostgresError | _CLIENT_CONNECTION_ERRORS
 
 
-def _constraint(error: BaseException) -> str | None:
-    """The name of the constraint the server reported (asyncpg's exception)."""
+def driver_error(error: BaseException) -> BaseException:
+    """The asyncpg (or network) error under SQLAlchemy's wrappers; else ``error`` itself.
+
+    SQLAlchemy's asyncpg dialect raises its own DBAPI error whose ``orig`` is the
+    dialect's adapted error, caused by asyncpg's."""
     candidate: BaseException | None = error
     for _ in range(4):
         if candidate is None:
             break
-        name = getattr(candidate, "constraint_name", None)
-        if isinstance(name, str):
-            return name
+        if isinstance(candidate, _DRIVER_ERRORS | OSError | TimeoutError):
+            return candidate
         orig = getattr(candidate, "orig", None)
         candidate = orig if isinstance(orig, BaseException) else candidate.__cause__
-    return None
+    return error
+
+
+def _sqlstate(error: BaseException) -> str | None:
+    code = getattr(driver_error(error), "sqlstate", None)
+    return code if isinstance(code, str) else None
+
+
+def _constraint(error: BaseException) -> str | None:
+    """The name of the constraint the server reported."""
+    name = getattr(driver_error(error), "constraint_name", None)
+    return name if isinstance(name, str) else None
 
 
 def _sealed_key_gone(error: BaseException) -> bool:
@@ -83,20 +100,15 @@ def _sealed_key_gone(error: BaseException) -> bool:
 
 
 def _server_message(error: BaseException) -> str | None:
-    """The server's own message (asyncpg's exception), without SQLAlchemy's statement text.
+    """The driver's own message, without SQLAlchemy's statement text.
 
     Used only for errors whose message names objects, never values: a missing table,
     column or database, a refused login.  Redacted all the same: a client-side error
     (ClientConfigurationError) may quote the connection options.
     """
-    seen: list[BaseException] = []
-    candidate: BaseException | None = error
-    while candidate is not None and candidate not in seen and len(seen) < 4:
-        seen.append(candidate)
-        if type(candidate).__module__.startswith("asyncpg"):
-            return redact(str(candidate)) or None
-        orig = getattr(candidate, "orig", None)
-        candidate = orig if isinstance(orig, BaseException) else candidate.__cause__
+    found = driver_error(error)
+    if isinstance(found, _DRIVER_ERRORS):
+        return redact(str(found)) or None
     return None
 
 
@@ -165,11 +177,13 @@ def _missing_database(error: BaseException, action: str, code: str) -> DatabaseN
 
 
 def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
-    """Map a driver, SQLAlchemy or network error to the ctxstore hierarchy."""
+    """Map a driver (or SQLAlchemy-wrapped driver) or network error to the ctxstore
+    hierarchy."""
     if isinstance(error, CtxStoreError):
         return error
     code = _sqlstate(error)
-    detail = f"{action} failed: {type(error).__name__}"
+    found = driver_error(error)
+    detail = f"{action} failed: {type(found).__name__}"
     if code:
         detail = f"{detail} (SQLSTATE {code})"
     if code in _SCHEMA_CODES:
@@ -207,38 +221,25 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
         )
     if code == "57014":
         return StorageTimeoutError(f"{action}: cancelled by statement_timeout", sqlstate=code)
-    if code in _TIMEOUT_CODES or isinstance(error, TimeoutError | asyncio.TimeoutError):
+    if code in _TIMEOUT_CODES or isinstance(found, TimeoutError | asyncio.TimeoutError):
         return StorageTimeoutError(f"{action} timed out", sqlstate=code)
     if code in _INVALID_INPUT_CODES:
         return InvalidInputError(f"{action}: the database rejected a value", sqlstate=code)
     if code is not None and code.startswith(_UNAVAILABLE_CLASSES):
         return StorageUnavailableError(detail, sqlstate=code)
-    if isinstance(error, OSError):
+    if isinstance(found, OSError):
         # e.g. "Connect call failed ('127.0.0.1', 5433)": the address, redacted all the same.
         return StorageUnavailableError(
-            f"{detail}: {redact(str(error))} (is PostgreSQL running at the URL's host and port?)"
+            f"{detail}: {redact(str(found))} (is PostgreSQL running at the URL's host and port?)"
         )
-    if type(error).__name__ == "ClientConfigurationError" or (
-        type(getattr(error, "orig", None)).__name__ == "ClientConfigurationError"
-    ):
-        return ConfigurationError(f"{detail}: {_server_message(error)}")
-    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
-        return StorageUnavailableError(detail)
-    if isinstance(error, sa_exc.InterfaceError | sa_exc.OperationalError | sa_exc.TimeoutError):
-        return StorageUnavailableError(detail)
-    if _is_asyncpg_connection_error(error):
+    if isinstance(found, asyncpg.ClientConfigurationError):
+        return ConfigurationError(f"{detail}: {_server_message(found)}")
+    if isinstance(found, _CLIENT_CONNECTION_ERRORS):
+        return StorageUnavailableError(detail)  # e.g. "connection is closed"
+    if isinstance(found, sa_exc.TimeoutError | sa_exc.DisconnectionError):
+        # An SQLAlchemy pool's own (admin engines): no connection within pool_timeout.
         return StorageUnavailableError(detail)
     return StorageError(detail, sqlstate=code)
-
-
-def _is_asyncpg_connection_error(error: BaseException) -> bool:
-    name = type(error).__name__
-    return name in {
-        "ConnectionDoesNotExistError",
-        "InterfaceError",
-        "InternalClientError",
-        "ConnectionFailureError",
-    }
 
 
 @contextmanager
@@ -255,11 +256,15 @@ def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[
         raise
     except Exception as error:
         # EmulatedDBAPIException: what the asyncpg dialect raises where SQLAlchemy does not
-        # wrap it, e.g. a connection taken from the pool directly failing to connect.
+        # wrap it, e.g. a connection taken from an engine's pool failing to connect.
         if not isinstance(
             error,
-            sa_exc.SQLAlchemyError | sa_exc.EmulatedDBAPIException | OSError | TimeoutError,
-        ) and not type(error).__module__.startswith("asyncpg"):
+            _DRIVER_ERRORS
+            | sa_exc.SQLAlchemyError
+            | sa_exc.EmulatedDBAPIException
+            | OSError
+            | TimeoutError,
+        ):
             raise
         code = _sqlstate(error)
         if conflict_on_duplicate and code == "23505":

@@ -97,7 +97,7 @@ ERROR_TYPES: dict[type[CtxStoreError], ProblemType] = {
         "database-not-found", "Database not found", 503, "the configured database does not exist"
     ),
     EncryptionKeyError: ProblemType("encryption-key", "Encryption key missing", 500, _INTERNAL),
-    # The user was erased while the write was in flight (the store retried once already).
+    # The user was erased while the write was in flight (the store already tried again).
     DataKeyDestroyedError: ProblemType("data-key-destroyed", "User erased during the write", 409),
     TokenizerUnavailableError: ProblemType(
         "tokenizer-unavailable", "Tokenizer unavailable", 500, _INTERNAL

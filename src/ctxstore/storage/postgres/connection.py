@@ -1,86 +1,135 @@
-"""Connections of the PostgreSQL backend: checkout, time bound, error translation, retry."""
+"""Connections of the PostgreSQL backend: an asyncpg pool served in turn, every call
+bounded in time and translated to ctxstore errors, a read retried on a dead connection."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.util.concurrency import greenlet_spawn
+import asyncpg
+from sqlalchemy import URL
 
 from ctxstore import telemetry
+from ctxstore.db.engine import EngineSettings, create_pool, normalize_url
 from ctxstore.db.errors import translated
 from ctxstore.errors import StorageTimeoutError, StorageUnavailableError
+from ctxstore.retry import Retry
 from ctxstore.storage.postgres.statement import Driver, Statement
+
+T = TypeVar("T")
+
+#: A read whose connection turned out dead runs once more, on another connection.  Reads
+#: change nothing, so a second try is safe; a timeout is not retried (the caller's time
+#: is spent), and writes are never replayed.
+DEAD_CONNECTION = Retry(
+    StorageUnavailableError,
+    attempts=2,
+    when=lambda error: not isinstance(error, StorageTimeoutError),
+)
 
 
 class Connections:
-    """asyncpg connections from an engine's pool, every call bounded and translated."""
+    """The storage's own asyncpg pool, lent first come, first served.
 
-    def __init__(self, engine: AsyncEngine, operation_timeout: float) -> None:
-        self.engine = engine
+    asyncpg's pool queue is not strictly first come, first served: a task that releases
+    a connection and asks again at once takes it before the waiter it woke runs, so under
+    load one caller could be overtaken again and again.  asyncio's semaphore is (a
+    newcomer never overtakes a waiter): callers beyond the pool's size queue in front of
+    it, in order, bounded only by operation_timeout; the pool itself then never makes
+    anyone wait.
+    """
+
+    def __init__(self, url: URL, settings: EngineSettings, operation_timeout: float) -> None:
+        self.url = normalize_url(url)
+        self.settings = settings
         #: No call takes longer than this (seconds): StorageTimeoutError instead.
         self.operation_timeout = operation_timeout
         #: Reads that were retried after their connection died (observable).
         self.read_retries = 0
-        # The pool's own queue is not first come, first served: a task returning a
-        # connection takes it back before the waiter it woke runs, so under load one
-        # caller can wait past pool_timeout while others go round again and again.
-        # asyncio's semaphore is (a newcomer never overtakes a waiter): callers beyond
-        # the pool's size queue here in order, bounded only by operation_timeout.
-        size = _pool_size(engine)
-        self._turns = asyncio.Semaphore(size) if size else None
         #: Calls holding a turn (a pooled connection), and calls queued for one (telemetry).
         self.in_use = 0
         self.waiting = 0
-        url = engine.url  # no user, password or options in a metric's attributes
+        url = self.url  # no user, password or options in a metric's attributes
         self.pool_name = f"{url.host or 'local'}:{url.port or 5432}/{url.database or ''}"
+        # Opened in the event loop of the first call: asyncpg's pool and the semaphore
+        # belong to one loop.
+        self._pool: asyncpg.Pool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._turns = asyncio.Semaphore(1)
+        self._watchers: list[Callable[[Driver], None]] = []
         telemetry.watch_pool(self)
+
+    async def watch(self, watcher: Callable[[Driver], None]) -> None:
+        """Call ``watcher`` with every connection opened from now on (a query logger, for
+        diagnostics); the connections already open are replaced as they come back."""
+        self._watchers.append(watcher)
+        if self._pool is not None:
+            await self._pool.expire_connections()
+
+    async def _opened(self, connection: Driver) -> None:
+        for watcher in self._watchers:
+            watcher(connection)
+
+    async def _open(self) -> asyncpg.Pool:
+        """The pool of the running loop.  Called on first use, or from another loop than
+        the pool's (an adapter's loop replaced after the old one died): the old loop's
+        connections are left to it, as its transports can't be closed from here."""
+        loop = asyncio.get_running_loop()
+        pool = create_pool(self.url, self.settings, init=self._opened)
+        await pool  # min_size is 0: nothing connects yet, nothing suspends
+        if self._loop is loop and self._pool is not None:  # opened meanwhile
+            await pool.close()
+            return self._pool
+        self._pool, self._loop = pool, loop
+        self._turns = asyncio.Semaphore(pool.get_max_size())
+        return pool
 
     @asynccontextmanager
     async def driver(self) -> AsyncIterator[Driver]:
-        """The asyncpg connection of a pooled connection (checked out with pre-ping).
-
-        Taken from the pool directly rather than through an AsyncConnection: half the
-        overhead on every one-statement call.  A connection that broke, timed out or was
-        cancelled mid-call is invalidated, so the pool never hands it out again.
-        """
+        """A pooled asyncpg connection.  One that broke, timed out or was cancelled
+        mid-call is terminated, so the pool never hands it out again (it opens another)."""
+        pool = self._pool
+        if pool is None or self._loop is not asyncio.get_running_loop():
+            pool = await self._open()
+        turns = self._turns
         self.waiting += 1
         try:
-            if self._turns is not None:
-                await self._turns.acquire()
+            await turns.acquire()
         finally:
             self.waiting -= 1
         self.in_use += 1
         try:
-            fairy = await greenlet_spawn(self.engine.sync_engine.raw_connection)
+            async with asyncio.timeout(self.settings.pool_timeout):
+                connection = await pool.acquire()
         except BaseException:
-            self._give_back()
+            self._give_back(turns)
             raise
         try:
-            driver = fairy.driver_connection
             try:
-                yield driver
+                yield connection
             except BaseException as error:
-                if (
-                    driver is None
-                    or driver.is_closed()
-                    or isinstance(error, asyncio.CancelledError | TimeoutError)
+                if connection.is_closed() or isinstance(
+                    error, asyncio.CancelledError | TimeoutError
                 ):
-                    await greenlet_spawn(fairy.invalidate)
+                    connection.terminate()
                 raise
         finally:
             try:
-                await greenlet_spawn(fairy.close)
+                await pool.release(connection)
             finally:
-                self._give_back()
+                self._give_back(turns)
 
-    def _give_back(self) -> None:
+    def _give_back(self, turns: asyncio.Semaphore) -> None:
         self.in_use -= 1
-        if self._turns is not None:
-            self._turns.release()
+        turns.release()
+
+    async def close(self) -> None:
+        """Close the pool's connections (those of another loop are left to it)."""
+        pool, self._pool = self._pool, None
+        if pool is not None and self._loop is asyncio.get_running_loop():
+            await pool.close()
 
     @asynccontextmanager
     async def guard(
@@ -102,31 +151,19 @@ class Connections:
         ):
             yield driver
 
+    async def retried_read(self, read: Callable[[], Awaitable[T]]) -> T:
+        """``read`` (which takes its own connection), again if its connection was dead."""
+        return await DEAD_CONNECTION.run(read, retrying=self._count_retry)
+
+    def _count_retry(self, _error: StorageUnavailableError) -> None:
+        self.read_retries += 1
+        telemetry.retried("connection")
+
     async def read(self, action: str, method: str, statement: Statement, **values: Any) -> Any:
-        """A one-statement read, retried once when its connection turned out dead.
+        """A one-statement read (see DEAD_CONNECTION)."""
 
-        Reads change nothing, so a second try is safe; a timeout is not retried (the
-        caller's time is spent), and writes are never replayed.
-        """
-        for attempt in (1, 2):
-            try:
-                async with self.call(action) as driver:
-                    return await getattr(statement, method)(driver, **values)
-            except StorageTimeoutError:
-                raise
-            except StorageUnavailableError:
-                if attempt == 2:
-                    raise
-                self.read_retries += 1
-                telemetry.retried("connection")
-        raise AssertionError("unreachable")
+        async def once() -> Any:
+            async with self.call(action) as driver:
+                return await getattr(statement, method)(driver, **values)
 
-
-def _pool_size(engine: AsyncEngine) -> int:
-    """How many connections the engine's pool lends at once (0: unbounded, no pool)."""
-    pool = engine.sync_engine.pool
-    size = getattr(pool, "size", None)
-    if not callable(size):
-        return 0  # NullPool and friends: every checkout opens a connection
-    overflow = getattr(pool, "_max_overflow", 0)
-    return int(size()) + max(int(overflow), 0)
+        return await self.retried_read(once)

@@ -16,15 +16,13 @@ from typing import Any
 from sqlalchemy import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ctxstore import telemetry
-from ctxstore.db.engine import EngineSettings, create_engine
+from ctxstore.db.engine import EngineSettings, create_engine, pool_source
 from ctxstore.db.errors import translated
 from ctxstore.encryption import DataKey, Encryption
 from ctxstore.errors import (
     ConflictError,
     CorruptDataError,
     DataKeyDestroyedError,
-    StorageTimeoutError,
     StorageUnavailableError,
 )
 from ctxstore.formats.messages import rows_to_messages
@@ -39,6 +37,7 @@ from ctxstore.models import (
     Versioned,
     full_digest,
 )
+from ctxstore.retry import Retry
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
 from ctxstore.storage.history import History
@@ -56,7 +55,16 @@ from ctxstore.tokens import TokenCounter
 
 Hasher = Any  # hashlib's HASH object
 
-_ERASE_ATTEMPTS = 5
+#: An erasure meets a write that committed under the user's key after its snapshot:
+#: that commit refused to leave its row keyless and nothing was erased; erase again.
+ERASE_RACE = Retry(DataKeyDestroyedError, attempts=5)
+
+
+def _connections(
+    engine: AsyncEngine, settings: EngineSettings | None, operation_timeout: float
+) -> Connections:
+    url, made_with = pool_source(engine)
+    return Connections(url, settings or made_with, operation_timeout)
 
 
 def _prefix_and_total_hash(
@@ -107,7 +115,7 @@ def _recognised(
 
 
 class PostgresStorage(Store):
-    """The storage contract on PostgreSQL, via SQLAlchemy's pool and asyncpg.
+    """The storage contract on PostgreSQL, on an asyncpg pool.
 
     ``save`` keeps full-overwrite semantics but writes only the difference.  The sessions
     row holds a hash of the stored list, so "same messages plus a new turn" is recognised
@@ -140,13 +148,23 @@ class PostgresStorage(Store):
         operation_timeout: float = 30.0,
         encryption: Encryption | None = None,
         read_engine: AsyncEngine | None = None,
+        settings: EngineSettings | None = None,
     ) -> None:
-        """``upgrade_on_load``: rows found in an old format are written back upgraded
-        (only if the session is still at the version that was read).  ``read_engine``: a
-        streaming replica for context reads (storage/postgres/replica.py)."""
+        """The storage's calls run on an asyncpg pool of its own, opened from ``engine``'s
+        URL with ``settings`` (by default those ``engine`` was created with, see
+        ctxstore.create_engine) and closed by ``close()``.  ``engine`` itself serves
+        reports and admin code (``storage.engine``); it is disposed by ``close()`` only
+        when ``owns_engine``.  ``upgrade_on_load``: rows found in an old format are
+        written back upgraded (only if the session is still at the version that was
+        read).  ``read_engine``: a streaming replica for context reads
+        (storage/postgres/replica.py)."""
         super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
-        self._connections = Connections(engine, operation_timeout)
-        self._replica = Connections(read_engine, operation_timeout) if read_engine else None
+        self._engine = engine
+        self._read_engine = read_engine
+        self._connections = _connections(engine, settings, operation_timeout)
+        self._replica = (
+            _connections(read_engine, settings, operation_timeout) if read_engine else None
+        )
         #: What this process wrote, so its context reads never see the replica behind it.
         self.written = WrittenMarks()
         self._owns_engine = owns_engine
@@ -199,18 +217,25 @@ class PostgresStorage(Store):
         read_url: str | URL | None = None,
         **options: Any,
     ) -> PostgresStorage:
-        """A storage with its own engine (closed by ``close()``); options as the constructor.
+        """A storage with its own pool and engine (closed by ``close()``); options as the
+        constructor.  The main door.
 
         ``read_url``: a streaming replica that context windows and contract assembly read
         from, except where it is behind what this process wrote (then the primary)."""
         read_engine = create_engine(read_url, settings) if read_url is not None else None
         return cls(
-            create_engine(url, settings), owns_engine=True, read_engine=read_engine, **options
+            create_engine(url, settings),
+            owns_engine=True,
+            read_engine=read_engine,
+            settings=settings,
+            **options,
         )
 
     @property
     def engine(self) -> AsyncEngine:
-        return self._connections.engine
+        """An SQLAlchemy engine on the same database, for reports and admin code (the
+        storage's own calls never use it)."""
+        return self._engine
 
     @property
     def operation_timeout(self) -> float:
@@ -228,12 +253,21 @@ class PostgresStorage(Store):
         return self._connections.read_retries
 
     async def close(self) -> None:
-        """Dispose of the engine when this storage created it; a shared one stays open."""
-        if self._owns_engine:
-            with translated("close"):
-                await self.engine.dispose()
-                if self._replica is not None:
-                    await self._replica.engine.dispose()
+        """Close the storage's pools; dispose of the engines when this storage created
+        them (a shared one stays open)."""
+        with translated("close"):
+            await self._connections.close()
+            if self._replica is not None:
+                await self._replica.close()
+            if self._owns_engine:
+                await self._engine.dispose()
+                if self._read_engine is not None:
+                    await self._read_engine.dispose()
+
+    async def watch_connections(self, watcher: Callable[[Driver], None]) -> None:
+        """Call ``watcher`` with each asyncpg connection the storage opens from now on
+        (diagnostics, e.g. ``connection.add_query_logger``)."""
+        await self._connections.watch(watcher)
 
     def driver(self) -> AbstractAsyncContextManager[Driver]:
         """The raw asyncpg connection of a pooled connection, for maintenance commands."""
@@ -709,16 +743,12 @@ class PostgresStorage(Store):
         return rows.profile_from_row(row, user_id, await self._keys_for({row["key_id"]} - {None}))
 
     async def _erase_user(self, user_id: str) -> Erased:
-        for _attempt in range(_ERASE_ATTEMPTS):
-            try:
-                return await self._erase_user_once(user_id)
-            except DataKeyDestroyedError:
-                # A write under the user's key committed after this erasure's snapshot:
-                # its commit refused to leave that row keyless; nothing was erased.
-                continue
-        raise ConflictError(
-            f"erase user: writes for the user kept arriving during {_ERASE_ATTEMPTS} "
-            "attempts; nothing was erased, try again once they stop"
+        return await ERASE_RACE.run(
+            lambda: self._erase_user_once(user_id),
+            exhausted=lambda _error: ConflictError(
+                f"erase user: writes for the user kept arriving during {ERASE_RACE.attempts} "
+                "attempts; nothing was erased, try again once they stop"
+            ),
         )
 
     async def _erase_user_once(self, user_id: str) -> Erased:
@@ -809,14 +839,7 @@ class PostgresStorage(Store):
 
     async def _snapshot(self, session_id: str) -> SessionSnapshot:
         """Everything of the session from one REPEATABLE READ, read-only transaction."""
-        try:
-            return await self._snapshot_once(session_id)
-        except StorageTimeoutError:
-            raise
-        except StorageUnavailableError:
-            self._connections.read_retries += 1  # a read: one more try on a fresh connection
-            telemetry.retried("connection")
-            return await self._snapshot_once(session_id)
+        return await self._connections.retried_read(lambda: self._snapshot_once(session_id))
 
     async def _snapshot_once(self, session_id: str) -> SessionSnapshot:
         async with (
