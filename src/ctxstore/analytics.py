@@ -27,8 +27,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ctxstore.db.errors import translated
-from ctxstore.db.roles import MIN_GROUP_SIZE_RANGE
 from ctxstore.errors import ConfigurationError, CtxStoreError, InvalidInputError
+from ctxstore.settings import MIN_GROUP_SIZE_RANGE
 
 #: The consultation stages in funnel order; stages not listed follow, by name.
 STAGE_ORDER = ("greeting", "collecting_details", "assessing", "advising", "completed")

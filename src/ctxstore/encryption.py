@@ -7,9 +7,10 @@ HKDF derives two keys: one seals rows, one keys the HMAC-SHA256 digests that let
 compare messages without decrypting them (a plain SHA-256 would tell who wrote the same
 text, and confirm a guess of it).
 
-The master key comes from a ``KeyProvider``: ``Keyring`` reads it from an environment
-variable or a file; a cloud KMS is another provider (wrap and unwrap are its Encrypt and
-Decrypt, the owner its encryption context).  This module knows nothing of the database.
+The master key comes from a ``KeyProvider``: ``Keyring`` takes it from the settings
+(``CTXSTORE_MASTER_KEYS``, or the file ``CTXSTORE_MASTER_KEYS_FILE`` names); a cloud KMS
+is another provider (wrap and unwrap are its Encrypt and Decrypt, the owner its
+encryption context).  This module knows nothing of the database.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ctxstore.errors import CorruptDataError, EncryptionKeyError
+from ctxstore.settings import Settings, load_settings
 
 MASTER_KEYS_ENV = "CTXSTORE_MASTER_KEYS"
 MASTER_KEYS_FILE_ENV = "CTXSTORE_MASTER_KEYS_FILE"
@@ -106,18 +108,23 @@ class Keyring(KeyProvider):
         return cls(keys)
 
     @classmethod
-    def from_environment(cls, variable: str = MASTER_KEYS_ENV) -> Keyring:
-        """From ``variable`` or, when it is unset, the file ``{variable}_FILE`` names."""
-        text = os.environ.get(variable)
-        if text:
-            return cls.parse(text, source=variable)
-        path = os.environ.get(f"{variable}_FILE")
-        if path:
-            return cls.from_file(path)
+    def from_settings(cls, settings: Settings) -> Keyring:
+        """From ``CTXSTORE_MASTER_KEYS`` or, when it is unset, the file
+        ``CTXSTORE_MASTER_KEYS_FILE`` names."""
+        if settings.master_keys is not None:
+            return cls.parse(settings.master_keys.get_secret_value(), source=MASTER_KEYS_ENV)
+        if settings.master_keys_file is not None:
+            return cls.from_file(settings.master_keys_file)
         raise EncryptionKeyError(
-            f"encryption is on but no master key is set: set {variable} "
-            f"(id:base64key[,...]) or {variable}_FILE"
+            f"encryption is on but no master key is set: set {MASTER_KEYS_ENV} "
+            f"(id:base64key[,...]) or {MASTER_KEYS_FILE_ENV}"
         )
+
+    @classmethod
+    def from_environment(cls) -> Keyring:
+        """:meth:`from_settings` of the environment's settings (for an application's own
+        entry point)."""
+        return cls.from_settings(load_settings())
 
     @classmethod
     def from_file(cls, path: str | Path) -> Keyring:
@@ -180,8 +187,12 @@ class Encryption:
         self.cache_seconds = cache_seconds
 
     @classmethod
-    def from_environment(cls, variable: str = MASTER_KEYS_ENV) -> Encryption:
-        return cls(Keyring.from_environment(variable))
+    def from_settings(cls, settings: Settings) -> Encryption:
+        return cls(Keyring.from_settings(settings))
+
+    @classmethod
+    def from_environment(cls) -> Encryption:
+        return cls(Keyring.from_environment())
 
 
 class DataKey:

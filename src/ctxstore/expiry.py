@@ -15,7 +15,7 @@ from typing import Any
 
 from ctxstore.db.errors import translated
 from ctxstore.progress import Progress
-from ctxstore.storage.postgres import sql
+from ctxstore.storage.postgres import PostgresStorage, sql
 
 
 @dataclass
@@ -69,3 +69,15 @@ async def purge_expired(
             progress.finish()
     report.seconds = time.monotonic() - started
     return report
+
+
+async def purge_store(
+    storage: PostgresStorage,
+    *,
+    batch_size: int = 1000,
+    older_than: timedelta | None = None,
+    show: bool = True,
+) -> PurgeReport:
+    """:func:`purge_expired` on ``storage``'s database."""
+    async with storage.maintenance("purge-expired") as driver:
+        return await purge_expired(driver, batch_size=batch_size, older_than=older_than, show=show)

@@ -31,7 +31,7 @@ from ctxstore.encryption import (
 )
 from ctxstore.models import full_digest
 from ctxstore.progress import Progress
-from ctxstore.storage.postgres import rows, sql
+from ctxstore.storage.postgres import PostgresStorage, rows, sql
 from ctxstore.storage.postgres.keys import DataKeys, session_owner, user_owner
 from ctxstore.storage.postgres.statement import Driver
 
@@ -206,3 +206,18 @@ async def _reencrypt_profiles(
         report.batches += 1
         report.profiles += len(batch)
         report.rows += len(batch)
+
+
+async def rotate_store_keys(
+    storage: PostgresStorage,
+    encryption: Encryption,
+    *,
+    batch_size: int = 100,
+    reencrypt: bool = False,
+    show: bool = True,
+) -> RotationReport:
+    """:func:`rotate_keys` on ``storage``'s database."""
+    async with storage.maintenance("rotate-keys") as driver:
+        return await rotate_keys(
+            driver, encryption, batch_size=batch_size, reencrypt=reencrypt, show=show
+        )

@@ -2,7 +2,8 @@
 
 Off by default, and then nearly free: the Store facade reads ``active`` once per call
 and, while it is None, awaits the backend's hook as before; OpenTelemetry is not even
-imported.  ``enable()`` (or ``CTXSTORE_TELEMETRY=1``) turns it on with the
+imported.  ``enable()`` (or ``CTXSTORE_TELEMETRY=1`` at an entry point that calls
+``from_settings``, such as the ``ctxstore`` command) turns it on with the
 ``telemetry`` extra (opentelemetry-api) installed.  docs/telemetry.md lists the spans,
 metrics and attributes.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hmac
-import os
 import secrets
 import time
 import weakref
@@ -35,6 +35,8 @@ from ctxstore.errors import ConfigurationError, ConflictError
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
     from opentelemetry.trace import TracerProvider
+
+    from ctxstore.settings import Settings
 
 ENV = "CTXSTORE_TELEMETRY"
 KEY_ENV = "CTXSTORE_TELEMETRY_KEY"
@@ -58,8 +60,6 @@ DURATION_BUCKETS = (
     10.0,
 )
 MODES = ("healthy", "degraded", "recovering")
-_ON = {"1", "true", "on", "yes"}
-_OFF = {"", "0", "false", "off", "no"}
 
 T = TypeVar("T")
 
@@ -262,7 +262,6 @@ class Telemetry:
 
 #: The telemetry in force; None (the default) means off.  Read once per storage call.
 active: Telemetry | None = None
-_environment_read = False
 
 
 def enable(
@@ -273,8 +272,8 @@ def enable(
 ) -> Telemetry:
     """Turn telemetry on, with the given providers (default: OpenTelemetry's global ones).
 
-    ``key``: the HMAC key of exported ids (at least 16 bytes; default
-    ``CTXSTORE_TELEMETRY_KEY`` as hex, else random for this process).
+    ``key``: the HMAC key of exported ids (at least 16 bytes; default: random for this
+    process; ``from_settings`` passes ``CTXSTORE_TELEMETRY_KEY``).
     """
     global active  # noqa: PLW0603  (the one switch every storage call reads)
     try:
@@ -313,30 +312,17 @@ def retried(reason: str) -> None:
     telemetry.retries.add(1, attributes)
 
 
-def from_environment() -> None:
-    """Enable telemetry once if ``CTXSTORE_TELEMETRY`` asks for it (on each new Store)."""
-    global _environment_read  # noqa: PLW0603
-    if _environment_read:
-        return
-    value = os.environ.get(ENV, "").strip().lower()
-    if value not in _ON | _OFF:
-        raise ConfigurationError(f"{ENV} must be 1 or 0 (on/off), not {value[:20]!r}")
-    if value in _ON and active is None:
-        enable()
-    _environment_read = True
+def from_settings(settings: Settings) -> None:
+    """Enable telemetry if ``CTXSTORE_TELEMETRY`` asks for it (an entry point calls this:
+    the ``ctxstore`` command, each ``ctxstore serve`` worker), under
+    ``CTXSTORE_TELEMETRY_KEY`` when set."""
+    if settings.telemetry and active is None:
+        enable(key=settings.telemetry_key_bytes)
 
 
 def _check_key(key: bytes | None) -> bytes:
     if key is None:
-        text = os.environ.get(KEY_ENV, "").strip()
-        if not text:
-            return secrets.token_bytes(32)
-        try:
-            key = bytes.fromhex(text)
-        except ValueError:
-            raise ConfigurationError(
-                f"{KEY_ENV} must be hex digits (its value not shown)"
-            ) from None
+        return secrets.token_bytes(32)
     if not isinstance(key, bytes) or len(key) < 16:
         raise ConfigurationError("the telemetry key must be at least 16 bytes (32 hex digits)")
     return key

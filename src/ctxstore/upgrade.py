@@ -24,7 +24,7 @@ from ctxstore.errors import CtxStoreError
 from ctxstore.formats.documents import load_state
 from ctxstore.models import MESSAGE_FORMAT, STATE_FORMAT
 from ctxstore.progress import Progress
-from ctxstore.storage.postgres import rows, sql
+from ctxstore.storage.postgres import PostgresStorage, rows, sql
 from ctxstore.storage.postgres.rewrite import upgrade_session_messages
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.timestamps import FIRST_INSTANT, LAST_INSTANT, postgres_timestamp
@@ -180,3 +180,11 @@ async def upgrade_data(
             progress.finish()
     report.seconds = time.monotonic() - started
     return report
+
+
+async def upgrade_store(
+    storage: PostgresStorage, *, batch_size: int = 500, show: bool = True
+) -> UpgradeReport:
+    """:func:`upgrade_data` on ``storage``'s database."""
+    async with storage.maintenance("upgrade-data") as driver:
+        return await upgrade_data(driver, batch_size=batch_size, show=show)

@@ -27,6 +27,7 @@ from ctxstore import (
     telemetry,
 )
 from ctxstore.encryption import Encryption, Keyring
+from ctxstore.settings import load_settings
 from ctxstore.storage.fallback import FallbackStorage
 from tests.faults import TcpProxy, socket_target, through
 
@@ -379,7 +380,8 @@ def test_a_configured_key_is_stable_and_bad_settings_are_refused(
     try:
         first = telemetry.enable(key=key).pseudonym(SESSION)
         monkeypatch.setenv(telemetry.KEY_ENV, key.hex())
-        assert telemetry.enable().pseudonym(SESSION) == first
+        configured = load_settings().telemetry_key_bytes
+        assert telemetry.enable(key=configured).pseudonym(SESSION) == first
         monkeypatch.delenv(telemetry.KEY_ENV)
         assert telemetry.enable().pseudonym(SESSION) != first  # random per process
         with pytest.raises(ConfigurationError, match="at least 16 bytes"):
@@ -390,7 +392,7 @@ def test_a_configured_key_is_stable_and_bad_settings_are_refused(
             telemetry.enable(tracer_provider="stdout")  # type: ignore[arg-type]
         monkeypatch.setenv(telemetry.KEY_ENV, "not-hex-SECRETVALUE")
         with pytest.raises(ConfigurationError, match="hex") as refused:
-            telemetry.enable()
+            load_settings()
         assert "SECRETVALUE" not in str(refused.value)
     finally:
         telemetry.disable()
@@ -398,12 +400,13 @@ def test_a_configured_key_is_stable_and_bad_settings_are_refused(
 
 def test_the_environment_switches_it_on_and_refuses_a_typo(monkeypatch: pytest.MonkeyPatch) -> None:
     try:
-        monkeypatch.setattr(telemetry, "_environment_read", False)
         monkeypatch.setenv(telemetry.ENV, "maybe")
         with pytest.raises(ConfigurationError, match="CTXSTORE_TELEMETRY"):
-            MemoryStorage()
+            load_settings()
         monkeypatch.setenv(telemetry.ENV, "1")
         MemoryStorage()
+        assert telemetry.active is None  # a store never reads the environment
+        telemetry.from_settings(load_settings())  # what an entry point does
         assert telemetry.active is not None
     finally:
         telemetry.disable()

@@ -135,7 +135,8 @@ def normalized(text: str, replacements: dict[str, str]) -> str:
 def record_scenario(server: PgTestServer, settings: dict[str, str]) -> dict[str, Any]:
     """Upgrade a fresh database to head and back down to 0003 under ``settings``; the
     frozen revisions' statements, normalized."""
-    from ctxstore.db.roles import role_names  # noqa: PLC0415
+    from ctxstore.db.roles import derived_role_names  # noqa: PLC0415
+    from ctxstore.settings import load_settings  # noqa: PLC0415
 
     name = server.new_name("golden")
     url = server.create(name)
@@ -145,7 +146,7 @@ def record_scenario(server: PgTestServer, settings: dict[str, str]) -> dict[str,
             os.environ.pop(env, None)
         for what, value in settings.items():
             os.environ[_ENV_OF[what]] = value
-        roles = role_names(name)
+        roles = derived_role_names(name, load_settings())
         with recorded() as recording:
             migrations.upgrade(url, "head")
             migrations.downgrade(url, "0003")

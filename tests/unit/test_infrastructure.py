@@ -6,6 +6,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from sqlalchemy import URL
 from sqlalchemy import exc as sa_exc
 
 from ctxstore import (
@@ -19,8 +20,9 @@ from ctxstore import (
     StorageUnavailableError,
 )
 from ctxstore import embedded as embedded_module
-from ctxstore.db.engine import normalize_url, redact, url_from_environment
+from ctxstore.db.engine import normalize_url, redact
 from ctxstore.db.errors import translate_db_error, translated
+from ctxstore.settings import load_settings
 
 
 @pytest.mark.parametrize(
@@ -48,6 +50,10 @@ def test_redact_hides_the_password() -> None:
     shown = redact("postgresql://user:hunter2@db.example:5432/app")
     assert "hunter2" not in shown
     assert "user:***@db.example" in shown
+
+
+def url_from_environment(explicit: str | None = None) -> URL:
+    return normalize_url(load_settings().database_url_for(explicit))
 
 
 def test_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,6 @@
-"""Role names: one set per database, checked whole, bounded to PostgreSQL's 63 characters."""
+"""Role names: one set per database, checked whole, bounded to PostgreSQL's 63 characters.
+
+The variables are read by ctxstore.settings; the names derive from the settings."""
 
 from __future__ import annotations
 
@@ -10,22 +12,33 @@ from ctxstore.db.roles import (
     ADOPT_ENV,
     ANALYTICS_ENV,
     APP_ENV,
-    DEFAULT_MIN_GROUP_SIZE,
     MAX_NAME_LENGTH,
     MIN_GROUP_SIZE_ENV,
     OWNER_ENV,
     PREFIX_ENV,
+    MigrationRoles,
     RoleNames,
-    adopt_existing_roles,
-    bound,
     database_part,
-    min_group_size_from_environment,
-    role_names,
+    derived_role_names,
     validate_role_name,
 )
 from ctxstore.errors import ConfigurationError
+from ctxstore.settings import DEFAULT_MIN_GROUP_SIZE, Settings, load_settings
 
 NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def role_names(database: str) -> RoleNames:
+    """The names the environment's settings give ``database``."""
+    return derived_role_names(database, load_settings())
+
+
+def adopt_existing_roles() -> bool:
+    return load_settings().adopt_existing_roles
+
+
+def min_group_size_from_environment() -> int:
+    return load_settings().analytics_min_group_size
 
 
 @pytest.fixture(autouse=True)
@@ -113,21 +126,25 @@ def test_a_prefix_too_long_to_leave_room_is_refused(monkeypatch: pytest.MonkeyPa
     assert all(len(name) <= MAX_NAME_LENGTH for name in role_names("d" * 50).all())
 
 
-def test_without_a_database_the_names_come_from_the_migration() -> None:
-    with pytest.raises(ConfigurationError, match="depend on the database"):
-        role_names()
-    with bound("db_a"):
-        assert role_names().owner == "ctxstore_db_a_owner"
+def test_a_migration_uses_the_recorded_names_else_derives_them() -> None:
+    assert MigrationRoles("db_a", None, Settings()).names.owner == "ctxstore_db_a_owner"
     recorded = RoleNames("o", "a", "an")
-    with bound("renamed", recorded):
-        assert role_names() == recorded  # recorded at 0008: kept after a rename or a copy
+    # recorded at 0008: kept after a rename or a copy
+    assert MigrationRoles("renamed", recorded, Settings()).names == recorded
 
 
 def test_a_recorded_role_is_not_silently_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(APP_ENV, "another")
-    with bound("db", RoleNames("o", "a", "an")), pytest.raises(ConfigurationError) as caught:
-        role_names()
+    run = MigrationRoles("db", RoleNames("o", "a", "an"), load_settings())
+    with pytest.raises(ConfigurationError) as caught:
+        _ = run.names
     assert "already has its app role 'a'" in str(caught.value)
+
+
+def test_settings_built_in_code_ignore_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PREFIX_ENV, "acme")
+    assert derived_role_names("db1", Settings()).app == "ctxstore_db1_app"
+    assert derived_role_names("db1", Settings(role_prefix="acme")).app == "acme_db1_app"
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Creating and dropping databases (demo setup and the test harness)."""
+"""Creating and dropping databases (demo setup and the test harness), and reading a
+database's recorded roles (`ctxstore db roles`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from sqlalchemy.dialects import postgresql
 
 from ctxstore.db.engine import create_engine, normalize_url
 from ctxstore.db.errors import translated
+from ctxstore.db.roles import RoleNames, recorded_role_names
 
 _PREPARER = postgresql.dialect().identifier_preparer  # type: ignore[no-untyped-call]
 
@@ -80,3 +82,14 @@ async def drop_roles_with_prefix(server_url: str | URL, prefix: str) -> list[str
     finally:
         await engine.dispose()
     return dropped
+
+
+async def database_roles(url: str | URL) -> RoleNames | None:
+    """The roles revision 0008 recorded in this database (None below 0008)."""
+    engine = create_engine(url, pooled=False)
+    try:
+        with translated("reading the database's roles"):
+            async with engine.connect() as conn:
+                return await conn.run_sync(recorded_role_names)
+    finally:
+        await engine.dispose()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from sqlalchemy.pool import NullPool
 from ctxstore.errors import ConfigurationError
 from ctxstore.redaction import redact as redact  # noqa: PLC0414 - re-exported (mypy)
 
+#: The variables' names, for messages (ctxstore.settings reads them).
 DATABASE_URL_ENV = "CTXSTORE_DATABASE_URL"
 #: The URL ``db`` commands and Alembic use when set: a direct connection to the primary,
 #: for deployments whose service URL goes through a transaction pooler.
@@ -137,19 +137,6 @@ def behind_transaction_pooler(url: URL) -> bool:
     as the migrations' advisory lock can't be held (migrations refuse such a URL).
     """
     return url.query.get(POOLING_OPTION) == "transaction"
-
-
-def url_from_environment(explicit: str | None = None, *, migrating: bool = False) -> URL:
-    """The database URL from an explicit value, else ``CTXSTORE_DATABASE_URL`` (for
-    ``migrating``: ``CTXSTORE_MIGRATION_DATABASE_URL`` first)."""
-    raw = explicit or (os.environ.get(MIGRATION_DATABASE_URL_ENV) if migrating else None)
-    raw = raw or os.environ.get(DATABASE_URL_ENV)
-    if not raw:
-        raise ConfigurationError(
-            f"no database URL: pass --database-url or set {DATABASE_URL_ENV} "
-            "(postgresql://user:password@host:5432/dbname)"
-        )
-    return normalize_url(raw)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ what they need from ctxstore's settings they read from Alembic's configuration
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -31,30 +30,29 @@ from ctxstore.db.engine import (
     create_engine,
     normalize_url,
     redact,
-    url_from_environment,
 )
 from ctxstore.db.errors import translated
 from ctxstore.db.tables import metadata
 from ctxstore.errors import ConfigurationError, CtxStoreError, MigrationError
+from ctxstore.settings import Settings, load_settings
 
 #: pg_advisory_lock key: the bytes of "ctxstore" read as a big-endian integer.
 MIGRATION_LOCK_KEY = int.from_bytes(b"ctxstore", "big")
-LOCK_TIMEOUT_ENV = "CTXSTORE_MIGRATION_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = "5s"
 # How long a second migrator waits for the first to finish before giving up.
 ADVISORY_WAIT = "10min"
 #: The revisions that create or take over roles: 0004 (the roles), 0008 (per database).
 ROLE_REVISIONS = frozenset({"0004", "0008"})
-#: ``alembic -x name=value``: the settings a bare ``alembic`` run may give the revisions,
-#: over the variables they stand for.
-X_SETTINGS = {
-    "role_prefix": roles.PREFIX_ENV,
-    "owner_role": roles.OWNER_ENV,
-    "app_role": roles.APP_ENV,
-    "analytics_role": roles.ANALYTICS_ENV,
-    "adopt_existing_roles": roles.ADOPT_ENV,
-    "analytics_min_group_size": roles.MIN_GROUP_SIZE_ENV,
-}
+#: ``alembic -x name=value``: the settings (ctxstore.settings fields) a bare ``alembic``
+#: run may give the revisions, over the variables they stand for.
+X_SETTINGS = (
+    "role_prefix",
+    "owner_role",
+    "app_role",
+    "analytics_role",
+    "adopt_existing_roles",
+    "analytics_min_group_size",
+)
 
 
 def script_location() -> Path:
@@ -70,16 +68,36 @@ def script_location() -> Path:
 
 
 def alembic_config(
-    database_url: str | URL | None = None, *, lock_timeout: str | None = None
+    database_url: str | URL | None = None,
+    *,
+    lock_timeout: str | None = None,
+    settings: Settings | None = None,
 ) -> Config:
-    """An Alembic Config for ctxstore's migrations, independent of any alembic.ini."""
+    """An Alembic Config for ctxstore's migrations, independent of any alembic.ini.
+
+    ``settings``: the role names' and lock timeout's configuration; without it, env.py
+    reads the environment (as ``alembic upgrade`` run by hand does)."""
     config = Config()
     config.set_main_option("script_location", str(script_location()))
+    if settings is not None:
+        config.attributes["settings"] = settings
     if database_url is not None:
         config.attributes["database_url"] = normalize_url(database_url)
     if lock_timeout is not None:
         config.attributes["lock_timeout"] = lock_timeout
     return config
+
+
+def _settings(context: EnvironmentContext) -> Settings:
+    """The run's settings: the caller's, else the environment's (env.py is an entry point:
+    ``alembic upgrade head`` run by hand starts there), with ``alembic -x`` over them."""
+    given = context.config.attributes.get("settings")
+    if not isinstance(given, Settings):
+        given = context.config.attributes["settings"] = load_settings()
+    arguments = context.get_x_argument(as_dictionary=True)
+    given = given.replaced({name: arguments[name] for name in X_SETTINGS if name in arguments})
+    context.config.attributes["settings"] = given
+    return given
 
 
 def _resolve_url(context: EnvironmentContext) -> URL:
@@ -88,11 +106,12 @@ def _resolve_url(context: EnvironmentContext) -> URL:
     if explicit is not None:
         return normalize_url(explicit)
     x_url = context.get_x_argument(as_dictionary=True).get("database_url")
-    return url_from_environment(x_url, migrating=True)
+    return normalize_url(_settings(context).database_url_for(x_url, migrating=True))
 
 
 def _lock_timeout(context: EnvironmentContext) -> str:
-    value = context.config.attributes.get("lock_timeout") or os.environ.get(LOCK_TIMEOUT_ENV)
+    value = context.config.attributes.get("lock_timeout")
+    value = value or _settings(context).migration_lock_timeout
     return str(value or DEFAULT_LOCK_TIMEOUT)
 
 
@@ -101,16 +120,16 @@ class RevisionSettings(Mapping[str, object]):
     no ctxstore module and read no environment variable): ``role_names`` (owner, app,
     analytics), ``adopt_existing_roles`` and ``analytics_min_group_size``.
 
-    Each is worked out from ctxstore's settings (``alembic -x`` arguments over them) when
-    a revision first reads it, inside the run: a bad setting fails only a run whose
-    revisions use it, at the revision that does (0008 for the group size).
+    Each comes from ``run`` (ctxstore's settings, ``alembic -x`` arguments over them,
+    validated when they were read); the role names are worked out when a revision first
+    reads them, inside the run.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, run: roles.MigrationRoles) -> None:
         self._sources: dict[str, Callable[[], object]] = {
-            "role_names": lambda: {kind: roles.role_names().of(kind) for kind in roles.KINDS},
-            "adopt_existing_roles": roles.adopt_existing_roles,
-            "analytics_min_group_size": roles.min_group_size_from_environment,
+            "role_names": lambda: {kind: run.names.of(kind) for kind in roles.KINDS},
+            "adopt_existing_roles": lambda: run.adopt_existing,
+            "analytics_min_group_size": lambda: run.min_group_size,
         }
         self._values: dict[str, object] = {}
 
@@ -126,16 +145,11 @@ class RevisionSettings(Mapping[str, object]):
         return len(self._sources)
 
 
-def _configure_revisions(context: EnvironmentContext) -> None:
+def _configure_revisions(context: EnvironmentContext, run: roles.MigrationRoles) -> None:
     """Hand the revisions what they need through Alembic's configuration (fresh for each
     run: a Config may serve several)."""
-    context.config.attributes["revision_settings"] = RevisionSettings()
+    context.config.attributes["revision_settings"] = RevisionSettings(run)
     context.config.attributes["migration_error"] = MigrationError
-
-
-def _x_settings(context: EnvironmentContext) -> dict[str, str]:
-    given = context.get_x_argument(as_dictionary=True)
-    return {variable: given[name] for name, variable in X_SETTINGS.items() if name in given}
 
 
 def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeout: str) -> None:
@@ -166,17 +180,16 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
         # The revisions read this database's roles and the other settings from the
         # configuration (RevisionSettings), worked out by ctxstore.db.roles.
         database = connection.execute(text("SELECT current_database()")).scalar_one()
-        _configure_revisions(context)
-        with (
-            roles.overridden(_x_settings(context)),
-            roles.bound(database, roles.recorded_role_names(connection)),
-        ):
-            if _upgrades_through(context, ROLE_REVISIONS):
-                # Refuse before the first revision runs, not halfway through the upgrade.
-                roles.check_adoptable(connection, roles.role_names().all())
-            connection.commit()
-            with context.begin_transaction(), kept.listening():
-                context.run_migrations()
+        run = roles.MigrationRoles(
+            database, roles.recorded_role_names(connection), _settings(context)
+        )
+        _configure_revisions(context, run)
+        if _upgrades_through(context, ROLE_REVISIONS):
+            # Refuse before the first revision runs, not halfway through the upgrade.
+            roles.check_adoptable(connection, run.names.all(), adopt_anyway=run.adopt_existing)
+        connection.commit()
+        with context.begin_transaction(), kept.listening():
+            context.run_migrations()
         connection.commit()
     finally:
         if connection.in_transaction():
@@ -302,12 +315,10 @@ def run_env(context: EnvironmentContext) -> None:
             literal_binds=True,
             transaction_per_migration=True,
         )
-        _configure_revisions(context)
-        with (
-            roles.overridden(_x_settings(context)),
-            roles.bound(url.database or ""),
-            context.begin_transaction(),
-        ):
+        _configure_revisions(
+            context, roles.MigrationRoles(url.database or "", None, _settings(context))
+        )
+        with context.begin_transaction():
             context.run_migrations()
         return
     shared: Any = context.config.attributes.get("connection")
@@ -352,7 +363,9 @@ def current(database_url: str | URL) -> str | None:
 
 def _run(action: Any, database_url: str | URL, revision: str, **options: Any) -> None:
     refuse_transaction_pooler(normalize_url(database_url))
-    config = alembic_config(database_url, lock_timeout=options.get("lock_timeout"))
+    config = alembic_config(
+        database_url, lock_timeout=options.get("lock_timeout"), settings=options.get("settings")
+    )
     try:
         action(config, revision)
     except (ConfigurationError, MigrationError):

@@ -29,25 +29,20 @@ purpose between databases).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
 
 from ctxstore.errors import ConfigurationError, MigrationError
+from ctxstore.settings import MAX_NAME_LENGTH, Settings, validate_role_name
 
 PREFIX_ENV = "CTXSTORE_ROLE_PREFIX"
 OWNER_ENV = "CTXSTORE_OWNER_ROLE"
 APP_ENV = "CTXSTORE_APP_ROLE"
 ANALYTICS_ENV = "CTXSTORE_ANALYTICS_ROLE"
 ADOPT_ENV = "CTXSTORE_ADOPT_EXISTING_ROLES"
-DEFAULT_PREFIX = "ctxstore"
-#: PostgreSQL's identifier limit (NAMEDATALEN - 1).
-MAX_NAME_LENGTH = 63
 
 KINDS = ("owner", "app", "analytics")
 _ENV_OF = {"owner": OWNER_ENV, "app": APP_ENV, "analytics": ANALYTICS_ENV}
@@ -56,16 +51,13 @@ _ENV_OF = {"owner": OWNER_ENV, "app": APP_ENV, "analytics": ANALYTICS_ENV}
 _LONGEST_SUFFIX = max(len(f"_{kind}") for kind in KINDS)
 _HASH_LENGTH = 8
 
-_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _PLAIN_DATABASE = re.compile(r"[a-z0-9_]+")
 _NOT_PLAIN = re.compile(r"[^a-z0-9_]+")
 
 #: Small-cell suppression: a free-text value shows in the analytics views only when at least
-#: this many consultations have it.  Revision 0008 reads the environment once; later the
+#: this many consultations have it.  Revision 0008 records the setting's value; later the
 #: owner changes it with ``ctxstore db min-group-size K``.
 MIN_GROUP_SIZE_ENV = "CTXSTORE_ANALYTICS_MIN_GROUP_SIZE"
-DEFAULT_MIN_GROUP_SIZE = 5
-MIN_GROUP_SIZE_RANGE = (2, 1_000_000)
 
 #: The tables the service reads and writes.
 APP_TABLES = (
@@ -91,46 +83,8 @@ class RoleNames:
         return {"owner": self.owner, "app": self.app, "analytics": self.analytics}[kind]
 
 
-_overrides: ContextVar[Mapping[str, str] | None] = ContextVar(
-    "ctxstore_role_settings", default=None
-)
-
-
-def _setting(name: str) -> str | None:
-    """Setting ``name`` (a ``CTXSTORE_*`` variable): overridden, or from the environment."""
-    overrides = _overrides.get() or {}
-    return overrides[name] if name in overrides else os.environ.get(name)
-
-
-@contextmanager
-def overridden(settings: Mapping[str, str]) -> Iterator[None]:
-    """Within: the settings in ``settings`` (by variable name) replace the environment's
-    (``alembic -x`` arguments, ctxstore.db.migrations)."""
-    token = _overrides.set({**(_overrides.get() or {}), **settings})
-    try:
-        yield
-    finally:
-        _overrides.reset(token)
-
-
-def validate_role_name(name: str, source: str) -> str:
-    """``name`` if it is a plain role name ctxstore may use, else ConfigurationError."""
-    if not _NAME.fullmatch(name):
-        raise ConfigurationError(
-            f"role name {name!r} ({source}): use lower-case letters, digits and _, "
-            f"starting with a letter or _, at most {MAX_NAME_LENGTH} characters"
-        )
-    if name.startswith("pg_"):
-        raise ConfigurationError(
-            f"role name {name!r} ({source}): names starting with pg_ are PostgreSQL's own "
-            "(predefined roles such as pg_read_all_data); choose another"
-        )
-    return name
-
-
-def _prefix() -> str:
-    configured = _setting(PREFIX_ENV)
-    prefix = validate_role_name(DEFAULT_PREFIX if configured is None else configured, PREFIX_ENV)
+def _prefix(settings: Settings) -> str:
+    prefix = settings.role_prefix
     if _room(prefix) < _HASH_LENGTH:
         longest = MAX_NAME_LENGTH - 1 - _LONGEST_SUFFIX - _HASH_LENGTH
         raise ConfigurationError(
@@ -159,19 +113,29 @@ def database_part(database: str, room: int) -> str:
     return f"{plain}_{digest}" if plain else digest
 
 
-def derived_role_names(database: str) -> RoleNames:
-    """The role names this configuration gives database ``database``."""
+def _explicit(settings: Settings, kind: str) -> str | None:
+    """The role ``CTXSTORE_{KIND}_ROLE`` names outright, if any."""
+    named = {
+        "owner": settings.owner_role,
+        "app": settings.app_role,
+        "analytics": settings.analytics_role,
+    }
+    return named[kind]
+
+
+def derived_role_names(database: str, settings: Settings) -> RoleNames:
+    """The role names ``settings`` give database ``database``."""
     if not database:
         raise ConfigurationError("role names: the database has no name")
     names: dict[str, str] = {}
     prefix: str | None = None
     for kind in KINDS:
-        explicit = _setting(_ENV_OF[kind])
+        explicit = _explicit(settings, kind)
         if explicit is not None:
-            names[kind] = validate_role_name(explicit, _ENV_OF[kind])
+            names[kind] = explicit
             continue
         if prefix is None:
-            prefix = _prefix()
+            prefix = _prefix(settings)
         names[kind] = f"{prefix}_{database_part(database, _room(prefix))}_{kind}"
     result = RoleNames(**names)
     if len(set(result.all())) != len(KINDS):
@@ -183,54 +147,50 @@ def derived_role_names(database: str) -> RoleNames:
     return result
 
 
+def migration_role_names(
+    database: str, recorded: RoleNames | None, settings: Settings
+) -> RoleNames:
+    """The roles a migration of ``database`` uses: the ones revision 0008 recorded, else
+    the ones ``settings`` derive.
+
+    Once recorded, the recorded names are the database's roles: an explicit
+    ``CTXSTORE_*_ROLE`` naming another role is an error, not a silent switch.
+    """
+    if recorded is None:
+        return derived_role_names(database, settings)
+    for kind in KINDS:
+        explicit = _explicit(settings, kind)
+        if explicit is not None and explicit != recorded.of(kind):
+            raise ConfigurationError(
+                f"{_ENV_OF[kind]}={explicit!r}, but database {database!r} already "
+                f"has its {kind} role {recorded.of(kind)!r} (recorded in "
+                f"ctxstore_roles by revision 0008): unset {_ENV_OF[kind]}, or set it to "
+                f"{recorded.of(kind)!r}"
+            )
+    return recorded
+
+
 @dataclass(frozen=True)
-class _Binding:
+class MigrationRoles:
+    """What the role revisions read while they run (handed to them through Alembic's
+    configuration by ctxstore.db.migrations): the database's role names (worked out when a
+    revision asks, as before), the threshold 0008 records, the adoption switch."""
+
     database: str
     recorded: RoleNames | None
+    settings: Settings
 
+    @property
+    def names(self) -> RoleNames:
+        return migration_role_names(self.database, self.recorded, self.settings)
 
-_binding: ContextVar[_Binding | None] = ContextVar("ctxstore_role_binding", default=None)
+    @property
+    def min_group_size(self) -> int:
+        return self.settings.analytics_min_group_size
 
-
-@contextmanager
-def bound(database: str, recorded: RoleNames | None = None) -> Iterator[None]:
-    """Within: :func:`role_names` without an argument names ``database``'s roles (the
-    recorded ones when given).  The migrations run inside this (ctxstore.db.migrations)."""
-    token = _binding.set(_Binding(database, recorded))
-    try:
-        yield
-    finally:
-        _binding.reset(token)
-
-
-def role_names(database: str | None = None) -> RoleNames:
-    """The roles of ``database``; without it, of the database being migrated.
-
-    Once revision 0008 has recorded the database's roles, the recorded names are its roles:
-    an explicit ``CTXSTORE_*_ROLE`` naming another role is an error, not a silent switch.
-    """
-    if database is not None:
-        return derived_role_names(database)
-    binding = _binding.get()
-    if binding is None:
-        raise ConfigurationError(
-            "ctxstore's role names depend on the database: call role_names(database), "
-            "read a migrated database's roles with recorded_role_names(connection), or run "
-            "the migrations through ctxstore (ctxstore db upgrade, or alembic with "
-            "ctxstore's env.py)"
-        )
-    if binding.recorded is None:
-        return derived_role_names(binding.database)
-    for kind in KINDS:
-        explicit = _setting(_ENV_OF[kind])
-        if explicit is not None and explicit != binding.recorded.of(kind):
-            raise ConfigurationError(
-                f"{_ENV_OF[kind]}={explicit!r}, but database {binding.database!r} already "
-                f"has its {kind} role {binding.recorded.of(kind)!r} (recorded in "
-                f"ctxstore_roles by revision 0008): unset {_ENV_OF[kind]}, or set it to "
-                f"{binding.recorded.of(kind)!r}"
-            )
-    return binding.recorded
+    @property
+    def adopt_existing(self) -> bool:
+        return self.settings.adopt_existing_roles
 
 
 def recorded_role_names(connection: Connection) -> RoleNames | None:
@@ -249,35 +209,6 @@ def recorded_role_names(connection: Connection) -> RoleNames | None:
     return RoleNames(
         **{kind: validate_role_name(str(rows[kind]), "ctxstore_roles") for kind in KINDS}
     )
-
-
-def min_group_size_from_environment() -> int:
-    """``CTXSTORE_ANALYTICS_MIN_GROUP_SIZE``, or the default 5."""
-    raw = (_setting(MIN_GROUP_SIZE_ENV) or "").strip()
-    if not raw:
-        return DEFAULT_MIN_GROUP_SIZE
-    low, high = MIN_GROUP_SIZE_RANGE
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if not low <= value <= high:
-        raise ConfigurationError(
-            f"{MIN_GROUP_SIZE_ENV}={raw!r}: use a whole number from {low} to {high:,} (the "
-            f"fewest consultations a free-text value must have to show; default "
-            f"{DEFAULT_MIN_GROUP_SIZE})"
-        )
-    return value
-
-
-def adopt_existing_roles() -> bool:
-    """Whether ``CTXSTORE_ADOPT_EXISTING_ROLES`` says to take over roles that fail the check."""
-    value = (_setting(ADOPT_ENV) or "").strip().lower()
-    if value in ("", "0", "false", "no", "off"):
-        return False
-    if value in ("1", "true", "yes", "on"):
-        return True
-    raise ConfigurationError(f"{ADOPT_ENV}={value!r}: use 1 (adopt existing roles) or 0")
 
 
 _ROLE_FACTS = text(
@@ -335,10 +266,10 @@ def adoption_problems(connection: Connection, name: str) -> list[str]:
     return problems
 
 
-def check_adoptable(connection: Connection, names: Iterable[str]) -> None:
+def check_adoptable(connection: Connection, names: Iterable[str], *, adopt_anyway: bool) -> None:
     """MigrationError when a role in ``names`` exists and may not be taken over (unless
-    ``CTXSTORE_ADOPT_EXISTING_ROLES=1``)."""
-    if adopt_existing_roles():
+    ``adopt_anyway``: ``CTXSTORE_ADOPT_EXISTING_ROLES=1``)."""
+    if adopt_anyway:
         return
     database = connection.execute(text("SELECT current_database()")).scalar_one()
     refused = {name: adoption_problems(connection, name) for name in names}
@@ -352,24 +283,3 @@ def check_adoptable(connection: Connection, names: Iterable[str]) -> None:
         f"({PREFIX_ENV}, or {OWNER_ENV}/{APP_ENV}/{ANALYTICS_ENV}), or remove what the "
         f"role holds elsewhere; to adopt the role(s) anyway, set {ADOPT_ENV}=1"
     )
-
-
-def ensure_roles(connection: Connection, names: RoleNames) -> list[str]:
-    """Create the roles that are missing (NOLOGIN) after checking the ones that exist;
-    return the names created."""
-    check_adoptable(connection, names.all())
-    created = []
-    for name in names.all():
-        if not role_exists(connection, name):
-            connection.execute(text(f"CREATE ROLE {validate_role_name(name, 'role')} NOLOGIN"))
-            created.append(name)
-    return created
-
-
-def adopt(execute: Callable[[str], object], table: str, *, app: bool = True) -> None:
-    """For later revisions: give a new table (or view) to the owner and, for tables the
-    service uses, its DML to the app role.  ``execute`` is ``op.execute``."""
-    roles = role_names()
-    execute(f"ALTER TABLE {table} OWNER TO {roles.owner}")
-    if app:
-        execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {roles.app}")

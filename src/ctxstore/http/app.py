@@ -19,7 +19,7 @@ from sqlalchemy import URL
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from ctxstore import __version__
+from ctxstore import __version__, telemetry
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.db.migrations import head_revision
 from ctxstore.errors import ConflictError, CtxStoreError, InvalidInputError
@@ -44,6 +44,7 @@ from ctxstore.http.problems import (
     problem_type_of,
 )
 from ctxstore.http.settings import HttpSettings
+from ctxstore.settings import load_settings
 from ctxstore.storage.postgres import PostgresStorage
 
 log = logging.getLogger("ctxstore.http")
@@ -108,8 +109,11 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
 
 
 def app_from_environment() -> FastAPI:
+    """Each worker's entry: its settings read once, here."""
     configure_logging()  # in each worker process: logging is not inherited
-    return create_app(HttpSettings.from_environment())
+    settings = load_settings()
+    telemetry.from_settings(settings)
+    return create_app(HttpSettings.from_settings(settings))
 
 
 def documentation_app() -> FastAPI:

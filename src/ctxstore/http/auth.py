@@ -17,7 +17,6 @@ metrics).  A monitoring token sees no patient's words.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
 from collections.abc import Iterable
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxstore.errors import ConfigurationError
+from ctxstore.settings import Settings
 
 TOKENS_ENV = "CTXSTORE_HTTP_TOKENS"
 TOKENS_FILE_ENV = "CTXSTORE_HTTP_TOKENS_FILE"
@@ -99,11 +99,11 @@ class TokenRegistry:
         return cls(entries)
 
     @classmethod
-    def from_environment(cls) -> TokenRegistry:
-        text = os.environ.get(TOKENS_ENV)
-        if text:
-            return cls.parse(text, source=TOKENS_ENV)
-        path = os.environ.get(TOKENS_FILE_ENV)
+    def from_settings(cls, settings: Settings) -> TokenRegistry:
+        """``CTXSTORE_HTTP_TOKENS``, else the file ``CTXSTORE_HTTP_TOKENS_FILE`` names."""
+        if settings.http_tokens is not None:
+            return cls.parse(settings.http_tokens.get_secret_value(), source=TOKENS_ENV)
+        path = settings.http_tokens_file
         if path:
             try:
                 content = Path(path).read_text(encoding="utf-8")

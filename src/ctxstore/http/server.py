@@ -29,6 +29,7 @@ from ctxstore.http.settings import (
     POOL_SIZE_ENV,
     HttpSettings,
 )
+from ctxstore.settings import load_settings
 
 APP = "ctxstore.http.app:app_from_environment"
 
@@ -56,7 +57,8 @@ def serve(options: ServeOptions) -> int:
     import uvicorn  # noqa: PLC0415 - the http extra; its absence is reported by the CLI
 
     _export(options)
-    HttpSettings.from_environment()  # refuse a bad configuration before binding the port
+    # What each worker will load: refuse a bad configuration before binding the port.
+    HttpSettings.from_settings(load_settings())
     if (options.ssl_certfile is None) != (options.ssl_keyfile is None):
         raise ConfigurationError("--ssl-certfile and --ssl-keyfile go together")
     configure_logging()

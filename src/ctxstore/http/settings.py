@@ -1,22 +1,21 @@
-"""The service's settings, from the environment (each worker process reads them itself).
+"""The service's settings, from ctxstore's Settings (each worker process loads them
+itself, at its entry: ``app_from_environment``).
 
-``ctxstore serve`` turns its options into these variables before the server starts, so
-one process or several read the same configuration.
+``ctxstore serve`` turns its options into environment variables before the server
+starts, so one process or several read the same configuration.
 """
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import URL
 
-from ctxstore.db.engine import EngineSettings, url_from_environment
-from ctxstore.encryption import MASTER_KEYS_ENV, MASTER_KEYS_FILE_ENV, Encryption
-from ctxstore.errors import ConfigurationError
+from ctxstore.db.engine import EngineSettings, normalize_url
+from ctxstore.encryption import Encryption
 from ctxstore.http.auth import TokenRegistry
+from ctxstore.settings import DEFAULT_MAX_BODY, Settings
 from ctxstore.storage.postgres import PostgresStorage
 
 MAX_BODY_ENV = "CTXSTORE_HTTP_MAX_BODY_BYTES"
@@ -25,8 +24,6 @@ TIMEOUT_ENV = "CTXSTORE_HTTP_OPERATION_TIMEOUT"
 RETRY_AFTER_ENV = "CTXSTORE_HTTP_RETRY_AFTER"
 TTL_ENV = "CTXSTORE_HTTP_SESSION_TTL_SECONDS"
 ACCESS_LOG_ENV = "CTXSTORE_HTTP_ACCESS_LOG"
-
-DEFAULT_MAX_BODY = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -44,25 +41,25 @@ class HttpSettings:
     #: Sessions expire this long after their last message write (None: never).
     session_ttl: timedelta | None = None
     #: Encryption at rest, when a master key is configured.
-    encryption: bool = False
+    encryption: Encryption | None = None
     #: One line per request (method, route template, status, time, token name).
     access_log: bool = True
 
     @classmethod
-    def from_environment(cls) -> HttpSettings:
-        ttl = _positive_int(TTL_ENV, 0)
+    def from_settings(cls, settings: Settings) -> HttpSettings:
+        ttl = settings.http_session_ttl_seconds
         return cls(
-            database_url=url_from_environment(),
-            tokens=TokenRegistry.from_environment(),
-            max_body_bytes=_positive_int(MAX_BODY_ENV, DEFAULT_MAX_BODY),
-            pool_size=_positive_int(POOL_SIZE_ENV, 10),
-            operation_timeout=_positive(TIMEOUT_ENV) or 10.0,
-            retry_after=_positive_int(RETRY_AFTER_ENV, 2),
+            database_url=normalize_url(settings.database_url_for()),
+            tokens=TokenRegistry.from_settings(settings),
+            max_body_bytes=settings.http_max_body_bytes,
+            pool_size=settings.http_pool_size,
+            operation_timeout=settings.http_operation_timeout,
+            retry_after=settings.http_retry_after,
             session_ttl=timedelta(seconds=ttl) if ttl else None,
-            encryption=bool(
-                os.environ.get(MASTER_KEYS_ENV) or os.environ.get(MASTER_KEYS_FILE_ENV)
-            ),
-            access_log=os.environ.get(ACCESS_LOG_ENV, "1").strip() != "0",
+            encryption=Encryption.from_settings(settings)
+            if settings.encryption_configured
+            else None,
+            access_log=settings.http_access_log,
         )
 
     def open_store(self) -> PostgresStorage:
@@ -72,27 +69,5 @@ class HttpSettings:
             settings=EngineSettings(application_name="ctxstore-http", pool_size=self.pool_size),
             ttl=self.session_ttl,
             operation_timeout=self.operation_timeout,
-            encryption=Encryption.from_environment() if self.encryption else None,
+            encryption=self.encryption,
         )
-
-
-def _positive(name: str) -> float | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 0.0
-    if not (value > 0 and math.isfinite(value)):
-        raise ConfigurationError(f"{name} must be a positive number, not {raw!r}")
-    return value
-
-
-def _positive_int(name: str, default: int) -> int:
-    value = _positive(name)
-    if value is None:
-        return default
-    if value != int(value):
-        raise ConfigurationError(f"{name} must be a whole number, not {value}")
-    return int(value)

@@ -78,7 +78,6 @@ class Store(AsyncClosing, ABC):
         self.ttl = rules.check_ttl(ttl)
         #: Counts each message's contract cost when it is written; readers know its encoding.
         self.token_counter = token_counter or TokenCounter()
-        telemetry.from_environment()
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -273,6 +273,15 @@ class PostgresStorage(Store):
         """The raw asyncpg connection of a pooled connection, for maintenance commands."""
         return self._connections.driver()
 
+    @asynccontextmanager
+    async def maintenance(self, action: str) -> AsyncIterator[Driver]:
+        """:meth:`driver` for a maintenance job (ctxstore.expiry, upgrade, rotate_keys),
+        its checkout translated too: a missing database or a refused login is a ctxstore
+        error, as in the store's own calls."""
+        with translated(action):
+            async with self._connections.driver() as driver:
+                yield driver
+
     # -- save ---------------------------------------------------------------------------------
 
     def _stored_prefix(self, session_id: str, messages: object) -> int:

@@ -1,0 +1,88 @@
+"""The ``ctxstore`` command: one module per command (or group), each registering its
+subparser with ``set_defaults(func=...)``; :func:`main` reads the settings once, runs the
+command, and is the one place that turns ctxstore errors into messages and exit codes.
+
+- options.py: --database-url and the argument types the commands share;
+- db.py: ``db upgrade|downgrade|current|distribute|roles|min-group-size``;
+- analytics.py: ``analytics REPORT``;
+- maintenance.py: ``upgrade-data``, ``seed-sample``, ``purge-expired``, ``rotate-keys``,
+  ``erase-user``;
+- import_redis.py, serve.py, contract.py, demo.py: the command each names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+
+from ctxstore import telemetry
+from ctxstore.cli import analytics, contract, db, demo, import_redis, maintenance, serve
+from ctxstore.db import migrations
+from ctxstore.db.engine import normalize_url, redact
+from ctxstore.db.errors import schema_missing
+from ctxstore.errors import CtxStoreError, SchemaMissingError
+from ctxstore.redaction import redact_log_records
+from ctxstore.settings import Settings, load_settings
+
+#: In the order ``ctxstore --help`` lists them.
+COMMANDS = (db, maintenance, import_redis, analytics, serve, contract, demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxstore", description="Durable conversation context on PostgreSQL."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    redact_log_records()  # ctxstore's, SQLAlchemy's and Alembic's records alike
+    args = build_parser().parse_args(argv)
+    settings: Settings | None = None
+    try:
+        settings = load_settings()
+        telemetry.from_settings(settings)
+        code: int = args.func(args, settings)
+    except SchemaMissingError as error:
+        print(f"ctxstore: error: {_with_revision(error, args, settings)}", file=sys.stderr)
+        return 1
+    except CtxStoreError as error:
+        # Its message was redacted where it was made (redacting again would also mask the
+        # postgresql://user:password@host examples the messages give).
+        print(f"ctxstore: error: {error}", file=sys.stderr)
+        return 1
+    except Exception:
+        # A bug, not a user error: its traceback, with any secret a message quoted masked.
+        print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        return 1
+    return code
+
+
+def _with_revision(
+    error: SchemaMissingError, args: argparse.Namespace, settings: Settings | None
+) -> CtxStoreError:
+    """The error again with the database's revision, read best-effort with one query."""
+    if error.details.get("revision_read") or settings is None:
+        return error
+    try:
+        url = settings.database_url_for(getattr(args, "database_url", None))
+        current = migrations.current(normalize_url(url))
+    except CtxStoreError:
+        return error  # it already says to run `ctxstore db current`
+    return schema_missing(
+        str(error.details.get("action")),
+        str(error.details.get("reason")),
+        sqlstate=error.details.get("sqlstate"),
+        current=current,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""``ctxstore analytics REPORT``: reports over consultations (the analytics views only)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from sqlalchemy import URL
+
+from ctxstore.analytics import FREQUENCY_REPORTS, REPORTS, min_group_size, run_report
+from ctxstore.cli.options import Commands, add_database_url, timestamp
+from ctxstore.db.engine import REPLICA_URL_ENV, create_engine, normalize_url
+from ctxstore.settings import Settings
+
+
+def register(commands: Commands) -> None:
+    analytics = commands.add_parser(
+        "analytics", help="reports over consultations (reads the analytics views only)"
+    )
+    analytics.add_argument("report", choices=REPORTS)
+    add_database_url(analytics)
+    analytics.add_argument(
+        "--replica-url",
+        help=f"read the reports from this replica instead (default: ${REPLICA_URL_ENV})",
+    )
+    analytics.add_argument("--since", type=timestamp, help="first activity on or after (ISO date)")
+    analytics.add_argument("--until", type=timestamp, help="first activity before (ISO date)")
+    analytics.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    analytics.add_argument("--per", choices=("day", "week"), default="day", help="red-flags")
+    analytics.add_argument("--limit", type=int, default=20, help="frequency reports")
+    analytics.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    # Reports tolerate a replica's lag: read there when one is named.
+    source = args.replica_url or settings.replica_database_url or args.database_url
+    return asyncio.run(_report(args, normalize_url(settings.database_url_for(source))))
+
+
+async def _report(args: argparse.Namespace, url: URL) -> int:
+    engine = create_engine(url)
+    try:
+        report = await run_report(
+            engine, args.report, since=args.since, until=args.until, per=args.per, limit=args.limit
+        )
+        threshold = await min_group_size(engine) if args.report in FREQUENCY_REPORTS else 0
+    finally:
+        await engine.dispose()
+    print(report.render(args.format))
+    if args.report in FREQUENCY_REPORTS:
+        print(f"(values fewer than {threshold} consultations share are not shown)", file=sys.stderr)
+    return 0

@@ -1,0 +1,139 @@
+"""The maintenance commands on a database's rows: ``upgrade-data``, ``purge-expired``,
+``rotate-keys``, ``erase-user`` and ``seed-sample`` (each calls the library on a store)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import timedelta
+
+from sqlalchemy import URL
+
+from ctxstore.cli.options import Commands, add_database_url, positive_int
+from ctxstore.db.engine import normalize_url
+from ctxstore.settings import Settings
+from ctxstore.storage.postgres import PostgresStorage
+
+
+def register(commands: Commands) -> None:
+    upgrade = commands.add_parser(
+        "upgrade-data",
+        help="rewrite every stored row in the current formats (resumable, safe while live)",
+    )
+    upgrade.add_argument("--batch-size", type=positive_int, default=500)
+    upgrade.set_defaults(func=upgrade_data)
+
+    seed = commands.add_parser(
+        "seed-sample", help="write realistic sample consultations through the public API"
+    )
+    seed.add_argument("--sessions", type=positive_int, required=True)
+    seed.add_argument("--seed", type=int, default=7)
+    seed.add_argument("--concurrency", type=positive_int, default=8)
+    seed.set_defaults(func=seed_sample)
+
+    purge = commands.add_parser("purge-expired", help="delete expired sessions in batches")
+    purge.add_argument("--batch-size", type=positive_int, default=1000)
+    purge.add_argument(
+        "--older-than-days",
+        type=positive_int,
+        help="retention: also delete sessions whose last write is older than this many days",
+    )
+    purge.set_defaults(func=purge_expired)
+
+    rotate = commands.add_parser(
+        "rotate-keys",
+        help="re-wrap data keys under the current master key (CTXSTORE_MASTER_KEYS)",
+    )
+    rotate.add_argument("--batch-size", type=positive_int, default=100)
+    rotate.add_argument(
+        "--reencrypt",
+        action="store_true",
+        help="also seal every row again under fresh data keys (plaintext rows too)",
+    )
+    rotate.set_defaults(func=rotate_keys)
+
+    erase = commands.add_parser(
+        "erase-user",
+        help="erase every session of a user (messages, summaries, states) and the profile",
+    )
+    erase.add_argument("user_id", help="the user id the sessions were saved with")
+    erase.set_defaults(func=erase_user)
+    for sub in (upgrade, seed, purge, rotate, erase):
+        add_database_url(sub)
+
+
+def database_url(args: argparse.Namespace, settings: Settings) -> URL:
+    """The command's database: --database-url, else CTXSTORE_DATABASE_URL."""
+    return normalize_url(settings.database_url_for(args.database_url))
+
+
+def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
+    return PostgresStorage.from_url(database_url(args, settings))
+
+
+def upgrade_data(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.upgrade import upgrade_store  # noqa: PLC0415
+
+    async def run() -> int:
+        async with open_store(args, settings) as storage:
+            report = await upgrade_store(storage, batch_size=args.batch_size)
+        print(report.summary())
+        return 1 if report.failed else 0
+
+    return asyncio.run(run())
+
+
+def seed_sample(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.sample import seed_sample  # noqa: PLC0415
+
+    async def run() -> str:
+        async with open_store(args, settings) as storage:
+            report = await seed_sample(
+                storage, args.sessions, seed=args.seed, concurrency=args.concurrency
+            )
+        return report.summary()
+
+    print(asyncio.run(run()))
+    return 0
+
+
+def purge_expired(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.expiry import purge_store  # noqa: PLC0415
+
+    older_than = timedelta(days=args.older_than_days) if args.older_than_days else None
+
+    async def run() -> str:
+        async with open_store(args, settings) as storage:
+            report = await purge_store(storage, batch_size=args.batch_size, older_than=older_than)
+        return report.summary()
+
+    print(asyncio.run(run()))
+    return 0
+
+
+def rotate_keys(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.encryption import Encryption  # noqa: PLC0415
+    from ctxstore.rotate_keys import rotate_store_keys  # noqa: PLC0415
+
+    url = database_url(args, settings)
+    encryption = Encryption.from_settings(settings)
+
+    async def run() -> str:
+        async with PostgresStorage.from_url(url) as storage:
+            report = await rotate_store_keys(
+                storage, encryption, batch_size=args.batch_size, reencrypt=args.reencrypt
+            )
+        return report.summary()
+
+    print(asyncio.run(run()))
+    return 0
+
+
+def erase_user(args: argparse.Namespace, settings: Settings) -> int:
+    async def run() -> str:
+        async with open_store(args, settings) as storage:
+            receipt = await storage.erase_user(args.user_id)
+        return receipt.summary()
+
+    print(asyncio.run(run()))
+    return 0

@@ -1,0 +1,61 @@
+"""What the commands share: the --database-url option and the argument types."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, TypeAlias
+
+from ctxstore.db.engine import DATABASE_URL_ENV
+
+if TYPE_CHECKING:
+    # What each command module's register() adds its parser to.  Each parser's
+    # set_defaults(func=...) names the command's body: func(args, settings) -> exit code,
+    # the settings read once by ctxstore.cli.main.
+    Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # argparse's class is not generic at run time
+    Commands = argparse._SubParsersAction
+
+
+def add_database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        help=f"PostgreSQL URL (postgresql:// or postgresql+asyncpg://); "
+        f"default: ${DATABASE_URL_ENV}",
+    )
+
+
+def timestamp(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or timestamp: {value!r}") from None
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    try:
+        parsed.astimezone(UTC)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{value!r} is outside years 1-9999 in UTC") from None
+    return parsed
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value!r}")
+    return number
+
+
+_DURATION = re.compile(r"\d+(\.\d+)?\s*(us|ms|s|min|h|d)?")
+
+
+def duration(value: str) -> str:
+    """A PostgreSQL duration setting such as 5s, 500ms or 2min (a bare number: ms)."""
+    if not _DURATION.fullmatch(value.strip()):
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {value!r} (e.g. 5s, 500ms, 2min; a bare number is milliseconds)"
+        )
+    return value.strip()
