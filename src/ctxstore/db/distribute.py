@@ -7,7 +7,9 @@ On a Citus coordinator, :func:`distribute` (``ctxstore db distribute``) makes
   share one shard, so each of its reads and writes runs on one worker;
 - ``REFERENCE_TABLES`` and any other table a session table's foreign key points at
   reference tables (a copy on every node): those keys are checked on the shard's node;
-- the rest (alembic_version, ctxstore_roles) stays on the coordinator.
+- the rest (alembic_version, ctxstore_roles) stays on the coordinator;
+- the database's roles present on every node, and its owner role able to log in on the
+  workers (:func:`roles_on_every_node`).
 
 Citus converts a table only when no foreign key ties it to a table of another kind: the
 keys to the tables about to be replicated are dropped, every table is converted in one
@@ -17,9 +19,10 @@ validated without blocking anyone (docs/scaling.md).
 Migrations on a distributed database (:class:`KeptDistributed`): a table a revision creates
 with a ``session_id`` column is created without its foreign keys, distributed beside
 ``sessions``, then given its keys; after each revision, any session table still on the
-coordinator (created by raw SQL) is distributed too.  Otherwise a re-created table would
-stay on the coordinator, where an ``ON DELETE CASCADE`` from the sharded ``sessions``
-never fires.
+coordinator (created by raw SQL) is distributed too, and a table that should be a
+reference table (re-created by an upgrade after a downgrade: ``data_keys``...) is made one.
+Otherwise a re-created table would stay on the coordinator, where an ``ON DELETE CASCADE``
+from the sharded ``sessions`` never fires and to which no session table may hold a key.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from sqlalchemy.schema import AddConstraint
 
 from ctxstore.db.engine import EngineSettings, create_engine, redact
 from ctxstore.db.errors import translated
+from ctxstore.db.roles import recorded_role_names
 from ctxstore.errors import ConfigurationError
 from ctxstore.retry import Retry, linear
 
@@ -183,6 +187,8 @@ def distribute_on(connection: Connection) -> DistributeReport:
     """Distribute what is not yet, in steps that each commit (see :func:`distribute`)."""
     started = time.monotonic()
     report = DistributeReport(workers=_check_cluster(connection))
+    roles_on_every_node(connection)
+    connection.commit()
     sessions = session_tables(connection)
     references = _reference_tables(connection, sessions)
     kinds = _kinds(connection, [*sessions, *references])
@@ -237,6 +243,49 @@ def distribute_on(connection: Connection) -> DistributeReport:
     report.foreign_keys = len(keys)
     report.seconds = time.monotonic() - started
     return report
+
+
+def roles_on_every_node(connection: Connection) -> None:
+    """The database's roles (ctxstore_roles) on every worker, and its owner able to log in
+    there.
+
+    Citus creates a role on the workers when it is created on the coordinator (with
+    ``citus.enable_create_role_propagation``) or becomes a dependency of a distributed
+    object; one made before the extension or the workers is created here (NOLOGIN, as on
+    the coordinator).  Citus reaches the shards over connections in the name of the
+    current user, which inside a SECURITY DEFINER function (``analytics_value_frequencies``)
+    is the owner: NOLOGIN there, it fails with "not permitted to log in" (SQLSTATE 08006).
+    The owner stays NOLOGIN on the coordinator, where clients connect.
+    """
+    names = recorded_role_names(connection)
+    if names is None:
+        return
+    for name in names.all():
+        _on_workers(
+            connection,
+            f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{name}') "
+            f"THEN CREATE ROLE {name} NOLOGIN; END IF; END $$",
+        )
+    _on_workers(connection, f"ALTER ROLE {names.owner} LOGIN")
+
+
+def _on_workers(connection: Connection, statement: str) -> None:
+    """``statement`` on every worker as itself: not propagated further (a worker refuses
+    to propagate role DDL)."""
+    command = (
+        "SET citus.enable_create_role_propagation TO off; "
+        f"SET citus.enable_alter_role_propagation TO off; {statement}"
+    )
+    failed = connection.execute(
+        text(
+            "SELECT nodename, nodeport, result FROM run_command_on_workers(:command) "
+            "WHERE NOT success"
+        ),
+        {"command": command},
+    ).all()
+    if failed:
+        nodes = "; ".join(f"{host}:{port}: {result}" for host, port, result in failed)
+        raise ConfigurationError(f"could not prepare the ctxstore roles on the workers: {nodes}")
 
 
 def _referenced(definition: str) -> str:
@@ -409,12 +458,19 @@ class KeptDistributed:
 
     def on_version_apply(self, *, step: Any, first: Callable[[], None], **_: Any) -> None:
         """Alembic's callback at the end of each revision (in its transaction): ``first``,
-        then the session tables the revision made by other means than op.create_table."""
+        then the session tables the revision made by other means than op.create_table, and
+        the reference tables it (re-)created."""
         first()
         if not self.active or not step.is_upgrade:
             return
         sessions = session_tables(self.connection)
-        kinds = _kinds(self.connection, sessions)
+        # Reference tables first: a session table may hold a key to one, never to a
+        # table on the coordinator.
+        references = _reference_tables(self.connection, sessions)
+        kinds = _kinds(self.connection, [*sessions, *references])
+        for table in references:
+            if kinds.get(table) != "reference":
+                self.connection.execute(text("SELECT create_reference_table(:t)"), {"t": table})
         for table in sessions:
             if kinds.get(table) != "distributed":
                 _distribute_table(self.connection, table)
