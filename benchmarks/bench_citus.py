@@ -117,13 +117,13 @@ class Target:
         async def whole() -> None:
             assert self.raw is not None
             messages = turn(self.versions[session])
-            row = await sql.APPEND_AT_VERSION.whole.fetchrow(
-                self.raw, sid=session, user_id=None, added=2, added_hash=b"", ttl=None,
+            _start, version = await sql.APPEND.fetchval(
+                self.raw, sid=session, user_id=None, added_hash=b"", ttl=None,
                 turns=1, first_ts=None, last_ts=None, known_count=None, known_hash=None,
                 extended_hash=None, max_messages=200_000, expected=self.versions[session],
                 **append_values(messages),
             )  # fmt: skip
-            self.versions[session] = row["version"]
+            self.versions[session] = version
 
         return whole
 

@@ -150,27 +150,20 @@ async def raw_append(
     the floor for append throughput.  Returns the new version."""
     from ctxstore.storage.postgres import sql  # noqa: PLC0415
 
-    values = {
-        "sid": session,
-        "user_id": None,
-        "added": len(arrays["new_seq"]),
-        "added_hash": fresh_hash,
-        "ttl": None,
-        "turns": 1,
-        "first_ts": None,
-        "last_ts": None,
+    _start, new_version = await sql.APPEND.fetchval(
+        conn,
+        sid=session,
+        expected=version,
+        user_id=None,
+        ttl=None,
+        max_messages=200_000,
+        known_count=None,
+        known_hash=None,
+        added_hash=fresh_hash,
+        extended_hash=None,
+        turns=1,
+        first_ts=None,
+        last_ts=None,
         **arrays,
-    }
-    if version == 0:
-        row = await sql.APPEND_TO_NEW.fetchrow(conn, **values)
-    else:
-        row = await sql.APPEND_AT_VERSION.fetchrow(
-            conn,
-            **values,
-            known_count=None,
-            known_hash=None,
-            extended_hash=None,
-            max_messages=200_000,
-            expected=version,
-        )
-    return int(row["version"])
+    )
+    return int(new_version)

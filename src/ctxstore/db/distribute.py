@@ -9,7 +9,11 @@ On a Citus coordinator, :func:`distribute` (``ctxstore db distribute``) makes
   reference tables (a copy on every node): those keys are checked on the shard's node;
 - the rest (alembic_version, ctxstore_roles) stays on the coordinator;
 - the database's roles present on every node, and its owner role able to log in on the
-  workers (:func:`roles_on_every_node`).
+  workers (:func:`roles_on_every_node`);
+- every ``ctxstore_*`` SQL function (revision 0011 and later) known on every node, and
+  those with a ``p_session_id`` argument distributed by it beside ``sessions``
+  (:func:`distribute_functions`): a call outside a transaction block runs on the
+  session's worker.
 
 Citus converts a table only when no foreign key ties it to a table of another kind: the
 keys to the tables about to be replicated are dropped, every table is converted in one
@@ -203,8 +207,6 @@ def distribute_on(connection: Connection) -> DistributeReport:
         text(_FOREIGN_KEYS), {"tables": todo_reference, "root": ROOT_TABLE}
     ).all()
     connection.commit()
-    if not todo_reference and not todo_distribute:
-        return report
     converted = _in_lock_order([*todo_distribute, *todo_reference])
     keyed = _in_lock_order(
         {table for table, _, _ in keys} | {_referenced(definition) for _, _, definition in keys}
@@ -229,6 +231,10 @@ def distribute_on(connection: Connection) -> DistributeReport:
                 text("SELECT truncate_local_data_after_distributing_table(:t)"), {"t": table}
             )
 
+    if not todo_reference and not todo_distribute:
+        distribute_functions(connection)
+        connection.commit()
+        return report
     _step(connection, drop_keys, keyed, "ACCESS EXCLUSIVE")
     copying = time.monotonic()
     try:
@@ -239,6 +245,8 @@ def distribute_on(connection: Connection) -> DistributeReport:
     report.writes_waited = time.monotonic() - copying
     _step(connection, truncate_local, converted, "ACCESS EXCLUSIVE")
     _add_keys(connection, keys, keyed)
+    distribute_functions(connection)
+    connection.commit()
     report.distributed, report.referenced = todo_distribute, todo_reference
     report.foreign_keys = len(keys)
     report.seconds = time.monotonic() - started
@@ -401,6 +409,37 @@ async def distribute(url: str | URL) -> DistributeReport:
         await engine.dispose()
 
 
+#: The SQL functions of the schema ``sessions`` lives in that Citus does not know as
+#: distributed yet the way they should be: those taking ``p_session_id`` by it, the rest
+#: (helpers they call, batch jobs) on every node.
+_FUNCTIONS_TO_DISTRIBUTE = """
+SELECT p.oid::regprocedure::text AS signature, 'p_session_id' = ANY(p.proargnames) AS by_session
+  FROM pg_proc AS p
+  LEFT JOIN pg_dist_object AS d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+ WHERE starts_with(p.proname, 'ctxstore_')
+   AND p.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass(:root))
+   AND (d.objid IS NULL
+        OR ('p_session_id' = ANY(p.proargnames) AND d.distribution_argument_index IS NULL))
+ ORDER BY 1"""
+
+
+def distribute_functions(connection: Connection) -> list[str]:
+    """ctxstore's SQL functions registered with Citus (see the module's docstring)."""
+    found = connection.execute(text(_FUNCTIONS_TO_DISTRIBUTE), {"root": ROOT_TABLE}).all()
+    for signature, by_session in found:
+        if by_session:
+            connection.execute(
+                text(
+                    "SELECT create_distributed_function(:f, distribution_arg_name => "
+                    ":argument, colocate_with => :with)"
+                ),
+                {"f": signature, "argument": "p_session_id", "with": ROOT_TABLE},
+            )
+        else:
+            connection.execute(text("SELECT create_distributed_function(:f)"), {"f": signature})
+    return [str(signature) for signature, _ in found]
+
+
 def _distribute_table(connection: Connection, table: str) -> None:
     colocate = "default" if table == ROOT_TABLE else ROOT_TABLE
     connection.execute(
@@ -474,3 +513,4 @@ class KeptDistributed:
         for table in sessions:
             if kinds.get(table) != "distributed":
                 _distribute_table(self.connection, table)
+        distribute_functions(self.connection)

@@ -1,4 +1,4 @@
-"""Writes of summaries, consultation states and user profiles: one statement each.
+"""Writes of summaries, consultation states and user profiles: one function call each.
 
 Every version check is in the statement's WHERE clause or a key constraint; when a
 statement returns nothing, a ``*_FACTS`` read only explains why, through the errors
@@ -13,7 +13,6 @@ from ctxstore.models import SUMMARY_FORMAT, ConsultationState, Summary, UserProf
 from ctxstore.storage import rules
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.statement import Driver
-from ctxstore.storage.rules import NEW_SESSION
 
 
 async def insert_summary(
@@ -25,7 +24,7 @@ async def insert_summary(
     expected: int | None,
     key: DataKey | None = None,
 ) -> Summary:
-    row = await sql.INSERT_SUMMARY.fetchrow(
+    row = await sql.INSERT_SUMMARY.fetchval(
         driver,
         sid=session_id,
         covers_until=covers_until,
@@ -34,9 +33,11 @@ async def insert_summary(
         format_version=SUMMARY_FORMAT,
         **rows.summary_values(text, key, session_id),
     )
-    if row is not None:
+    if row[0] is not None:
         keys = {key.key_id: key} if key is not None else None
-        return rows.summary_from_row(row, session_id, keys)
+        return rows.summary_from_row(
+            dict(zip(sql.SUMMARY_COLUMNS, row, strict=True)), session_id, keys
+        )
     facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
     latest = int(facts["latest"]) if facts is not None else 0
     rules.refuse_summary(
@@ -57,16 +58,9 @@ async def write_state(
     key: DataKey | None = None,
 ) -> int:
     values = rows.state_values(state, key, session_id)
-    if expected is None:
-        row = await sql.UPSERT_STATE.fetchrow(driver, sid=session_id, **values)
-    elif expected == NEW_SESSION:
-        row = await sql.INSERT_FIRST_STATE.fetchrow(driver, sid=session_id, **values)
-    else:
-        row = await sql.UPDATE_STATE_AT.fetchrow(
-            driver, sid=session_id, expected=expected, **values
-        )
-    if row is not None:
-        return int(row["version"])
+    version, _ = await sql.WRITE_STATE.fetchval(driver, sid=session_id, expected=expected, **values)
+    if version is not None:
+        return int(version)
     facts = await sql.STATE_FACTS.fetchrow(driver, sid=session_id)
     current = int(facts["version"] or 0) if facts is not None else None
     # The statement writes whenever the session is live and the version is as expected
@@ -85,14 +79,7 @@ async def write_profile(
     key: DataKey | None = None,
 ) -> int:
     values = rows.profile_values(profile, key, user_id)
-    if expected is None:
-        version = await sql.UPSERT_PROFILE.fetchval(driver, user_id=user_id, **values)
-    elif expected == NEW_SESSION:
-        version = await sql.INSERT_FIRST_PROFILE.fetchval(driver, user_id=user_id, **values)
-    else:
-        version = await sql.UPDATE_PROFILE_AT.fetchval(
-            driver, user_id=user_id, expected=expected, **values
-        )
+    version = await sql.WRITE_PROFILE.fetchval(driver, user_id=user_id, expected=expected, **values)
     if version is not None:
         return int(version)
     current = await sql.PROFILE_VERSION.fetchval(driver, user_id=user_id)

@@ -234,7 +234,7 @@ def known_after_load(
 
 # -- sealed rows ------------------------------------------------------------------------------
 
-# Where the message reads (sql._READ_SEALED) put the key id and the sealed value.
+# Where the message reads (queries/messages.sql) put the key id and the sealed value.
 KEY_ID = len(MESSAGE_COLUMN_ORDER)
 SEALED = KEY_ID + 1
 

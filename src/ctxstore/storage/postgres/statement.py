@@ -21,9 +21,9 @@ _PARAMETER = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 class Statement:
     """One SQL statement with named parameters."""
 
-    __slots__ = ("name", "parameters", "sql")
+    __slots__ = ("description", "name", "parameters", "sql", "text")
 
-    def __init__(self, name: str, text: str) -> None:
+    def __init__(self, name: str, text: str, description: str = "") -> None:
         order: list[str] = []
 
         def number(match: re.Match[str]) -> str:
@@ -33,6 +33,8 @@ class Statement:
             return f"${order.index(parameter) + 1}"
 
         self.name = name
+        self.description = description
+        self.text = text  # as written, with ``:name`` parameters
         self.sql = _PARAMETER.sub(number, text)
         self.parameters = tuple(order)
 

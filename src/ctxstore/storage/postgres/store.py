@@ -529,30 +529,21 @@ class PostgresStorage(Store):
                 extended.update(b"".join(new.digests))
             values = {
                 "sid": session_id,
+                "expected": expected,
                 "user_id": user_id,
-                "added": len(messages),
                 "added_hash": rows.hasher(key, b"".join(new.digests)).digest(),
                 "ttl": self.ttl,
-                **rows.activity(messages, messages),
-                **rows.new_message_arrays(new),
-            }
-            knowledge = {
                 "known_count": known.count if known else None,
                 "known_hash": known.content_hash if known else None,
                 "extended_hash": extended.digest() if extended is not None else None,
                 "max_messages": self.limits.max_messages,
+                **rows.activity(messages, messages),
+                **rows.new_message_arrays(new),
             }
             async with self._connections.call("append") as driver:
                 for _attempt in range(2):
-                    if expected is None:
-                        row = await sql.APPEND.fetchrow(driver, **values, **knowledge)
-                    elif expected == NEW_SESSION:
-                        row = await sql.APPEND_TO_NEW.fetchrow(driver, **values)
-                    else:
-                        row = await sql.APPEND_AT_VERSION.fetchrow(
-                            driver, **values, **knowledge, expected=expected
-                        )
-                    if row is not None:
+                    start, version = await sql.APPEND.fetchval(driver, **values)
+                    if version is not None:
                         break
                     facts = await sql.SESSION_FACTS.fetchrow(driver, sid=session_id)
                     if facts is not None and facts["expired"]:
@@ -569,7 +560,7 @@ class PostgresStorage(Store):
                     raise rules.stale_session(
                         session_id, await self._current(driver, session_id), expected
                     )
-            start, version = int(row["start"]), int(row["version"])
+            start, version = int(start), int(version)
             if known is not None and extended is not None and start == known.count:
                 # count and hash carry on; the messages stay with whoever holds them
                 self.knowledge.after_write(

@@ -1,0 +1,62 @@
+-- name: insert_summary --
+-- The next summary version: all its columns but session_id, summary_version NULL when refused (summary_facts says why).
+SELECT ctxstore_insert_summary_v1(
+    :sid, :expected, :text, :covers_until, :token_count, :format_version, :key_id, :sealed);
+
+-- name: summary_facts --
+-- Summary facts.
+SELECT s.message_count,
+       (SELECT coalesce(max(summary_version), 0) FROM summaries WHERE session_id = :sid)
+         AS latest
+  FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+
+-- name: latest_summary --
+-- Latest summary.
+SELECT summary_version, text, covers_until, token_count, format_version, created_at, key_id, sealed FROM summaries
+ WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())) ORDER BY summary_version DESC LIMIT 1;
+
+-- name: summary_at --
+-- Summary at.
+SELECT summary_version, text, covers_until, token_count, format_version, created_at, key_id, sealed FROM summaries
+ WHERE session_id = :sid AND summary_version = :summary_version AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()));
+
+-- name: write_state --
+-- A state version and its history row: (version, updated_at), both NULL when refused (state_facts says why).
+SELECT ctxstore_write_state_v1(
+    :sid, :expected, :stage, :chief_complaint, :body_parts, :symptoms, :red_flags,
+    :pain_level, :duration, :document, :format_version, :key_id, :sealed);
+
+-- name: state_facts --
+-- State facts.
+SELECT (SELECT version FROM consultation_states WHERE session_id = :sid) AS version
+  FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+
+-- name: current_state --
+-- Current state.
+SELECT document, format_version, version, updated_at, key_id, sealed
+  FROM consultation_states WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()));
+
+-- name: state_history --
+-- State history.
+SELECT document, format_version, version, created_at AS updated_at, key_id, sealed
+  FROM consultation_state_history WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()))
+ ORDER BY version;
+
+-- name: write_profile --
+-- A profile version: the new version, NULL when refused (profile_version says why).
+SELECT ctxstore_write_profile_v1(
+    :user_id, :expected, :age, :gender, :exercise_habit, :known_limitations, :document,
+    :format_version, :key_id, :sealed);
+
+-- name: delete_profile --
+-- Delete profile.
+DELETE FROM user_profiles WHERE user_id = :user_id;
+
+-- name: profile_version --
+-- Profile version.
+SELECT version FROM user_profiles WHERE user_id = :user_id;
+
+-- name: current_profile --
+-- Current profile.
+SELECT document, format_version, version, updated_at, key_id, sealed FROM user_profiles
+ WHERE user_id = :user_id;

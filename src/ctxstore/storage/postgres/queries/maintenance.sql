@@ -1,0 +1,100 @@
+-- name: legacy_messages_of_session --
+-- Legacy messages of a session.
+SELECT s.version AS session_version, m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed
+  FROM sessions AS s JOIN messages AS m ON m.session_id = s.session_id
+ WHERE s.session_id = :sid AND m.format_version <> :current
+ ORDER BY m.seq;
+
+-- name: claim_session --
+-- Claim session.
+UPDATE sessions SET content_hash = NULL
+ WHERE session_id = :sid AND version = :version
+RETURNING 1;
+
+-- name: rewrite_messages --
+-- Rewrite messages.
+UPDATE messages AS t
+   SET (role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count, format_version, token_encoding, key_id, sealed) = (m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.token_count, m.format_version, m.token_encoding, m.key_id, m.sealed)
+  FROM unnest((:new_seq)::int[], (:new_role)::TEXT[], (:new_content)::TEXT[], (:new_turn_id)::TEXT[], (:new_ts)::text[]::TIMESTAMP WITH TIME ZONE[], (:new_ts_offset)::INTEGER[], (:new_name)::TEXT[], (:new_metadata)::JSONB[], (:new_digest)::BYTEA[], (:new_token_count)::INTEGER[], (:new_format_version)::SMALLINT[], (:new_token_encoding)::TEXT[], (:new_key_id)::BIGINT[], (:new_sealed)::BYTEA[]) AS m(seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count, format_version, token_encoding, key_id, sealed)
+ WHERE t.session_id = :sid AND t.seq = m.seq;
+
+-- name: sessions_with_legacy_messages --
+-- Sessions with legacy messages.
+SELECT DISTINCT session_id FROM messages WHERE format_version <> :current
+ ORDER BY session_id;
+
+-- name: count_legacy_messages --
+-- Count legacy messages.
+SELECT count(*) FROM messages WHERE format_version <> :current;
+
+-- name: legacy_states_consultation_states --
+-- Legacy rows of consultation_states.
+SELECT session_id, version, document, format_version FROM consultation_states
+ WHERE format_version <> :current AND (session_id, version) > (:after_session, :after_version)
+ ORDER BY session_id, version LIMIT :batch_size;
+
+-- name: legacy_states_consultation_state_history --
+-- Legacy rows of consultation_state_history.
+SELECT session_id, version, document, format_version FROM consultation_state_history
+ WHERE format_version <> :current AND (session_id, version) > (:after_session, :after_version)
+ ORDER BY session_id, version LIMIT :batch_size;
+
+-- name: rewrite_state_consultation_states --
+-- Rewrite a row of consultation_states.
+WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
+UPDATE consultation_states SET (stage, chief_complaint, body_parts, symptoms, red_flags, pain_level, duration, document, format_version, key_id, sealed) = (:stage, :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration, :document, :format_version, :key_id, :sealed)
+ WHERE session_id = :sid AND version = :version AND format_version = :old_format
+   AND EXISTS (SELECT FROM locked);
+
+-- name: rewrite_state_consultation_state_history --
+-- Rewrite a row of consultation_state_history.
+WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
+UPDATE consultation_state_history SET (stage, chief_complaint, body_parts, symptoms, red_flags, pain_level, duration, document, format_version, key_id, sealed) = (:stage, :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration, :document, :format_version, :key_id, :sealed)
+ WHERE session_id = :sid AND version = :version AND format_version = :old_format
+   AND EXISTS (SELECT FROM locked);
+
+-- name: count_legacy_states_consultation_states --
+-- Count legacy rows of consultation_states.
+SELECT count(*) FROM consultation_states WHERE format_version <> :current;
+
+-- name: count_legacy_states_consultation_state_history --
+-- Count legacy rows of consultation_state_history.
+SELECT count(*) FROM consultation_state_history WHERE format_version <> :current;
+
+-- name: infinite_timestamps --
+-- Messages stored with an infinite time.
+SELECT session_id, seq, ts = 'infinity' AS late, ts_offset FROM messages
+ WHERE ts IN ('infinity', '-infinity') AND (session_id, seq) > (:after_session, :after_seq)
+ ORDER BY session_id, seq LIMIT :batch_size;
+
+-- name: count_infinite_timestamps --
+-- Count infinite message times.
+SELECT count(*) FROM messages WHERE ts IN ('infinity', '-infinity');
+
+-- name: repair_timestamp --
+-- Repair an infinite message time.
+WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
+UPDATE messages SET ts = (:ts)::text::timestamptz
+ WHERE session_id = :sid AND seq = :seq AND ts IN ('infinity', '-infinity')
+   AND EXISTS (SELECT FROM locked);
+
+-- name: repair_activity_times --
+-- Repair infinite session activity times.
+UPDATE sessions
+   SET first_activity_at = CASE WHEN first_activity_at = '-infinity'
+                                THEN timestamptz '0001-01-01 00:00:00.000001+00'
+                                WHEN first_activity_at = 'infinity'
+                                THEN timestamptz '9999-12-31 23:59:59.999998+00'
+                                ELSE first_activity_at END,
+       last_activity_at = CASE WHEN last_activity_at = '-infinity'
+                               THEN timestamptz '0001-01-01 00:00:00.000001+00'
+                               WHEN last_activity_at = 'infinity'
+                               THEN timestamptz '9999-12-31 23:59:59.999998+00'
+                               ELSE last_activity_at END
+ WHERE first_activity_at IN ('infinity', '-infinity')
+    OR last_activity_at IN ('infinity', '-infinity');
+
+-- name: carry_expiry --
+-- Carry expiry.
+UPDATE sessions SET expires_at = now() + (:ttl)::interval
+ WHERE session_id = :sid AND version = :version;

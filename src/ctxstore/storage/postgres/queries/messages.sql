@@ -1,0 +1,133 @@
+-- name: load_session --
+-- Load session.
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, s.message_count, s.content_hash, s.version, s.user_id
+  FROM sessions AS s
+  LEFT JOIN messages AS m ON m.session_id = s.session_id
+ WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())
+ ORDER BY m.seq;
+
+-- name: session_version --
+-- Session version.
+SELECT version FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+
+-- name: session_facts --
+-- Session facts.
+SELECT version, message_count, NOT (s.expires_at IS NULL OR s.expires_at > now()) AS expired
+  FROM sessions AS s WHERE session_id = :sid;
+
+-- name: append_if_unchanged --
+-- Save's fast path: the new messages, only if the session holds exactly the list the caller extended (the new version, else NULL).
+SELECT ctxstore_append_if_unchanged_v1(
+    :sid, :expected, :user_id, :ttl, :known_count, :known_hash, :new_count, :new_hash,
+    :turns, :first_ts, :last_ts,
+    :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
+    :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
+    :new_key_id, :new_sealed);
+
+-- name: append --
+-- A turn's messages at the positions the session row hands out: (start, version), both NULL when the session refused them.
+SELECT ctxstore_append_v1(
+    :sid, :expected, :user_id, :ttl, :max_messages, :known_count, :known_hash, :added_hash,
+    :extended_hash, :turns, :first_ts, :last_ts,
+    :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
+    :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
+    :new_key_id, :new_sealed);
+
+-- name: lock_session --
+-- Lock session.
+SELECT message_count, content_hash, version FROM sessions
+ WHERE session_id = :sid AND ((:expected)::bigint IS NULL OR version = :expected)
+   FOR UPDATE;
+
+-- name: create_session --
+-- Create session.
+INSERT INTO sessions (session_id, content_hash, expires_at)
+VALUES (:sid, :empty_hash, now() + (:ttl)::interval)
+ON CONFLICT (session_id) DO NOTHING
+RETURNING message_count, content_hash, version;
+
+-- name: any_session_version --
+-- Any session version.
+SELECT version FROM sessions WHERE session_id = :sid;
+
+-- name: stored_digests --
+-- Stored digests.
+SELECT seq, digest, metadata, key_id FROM messages WHERE session_id = :sid ORDER BY seq;
+
+-- name: delete_from_position --
+-- Delete from position.
+DELETE FROM messages WHERE session_id = :sid AND seq >= :start;
+
+-- name: insert_messages --
+-- Messages at positions :start + :new_seq, in the locked save's transaction.
+SELECT ctxstore_insert_messages_v1(
+    :sid, :start,
+    :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
+    :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
+    :new_key_id, :new_sealed);
+
+-- name: finish_save --
+-- Finish save.
+UPDATE sessions
+   SET message_count = :count, content_hash = :hash, version = version + 1,
+       updated_at = now(), user_id = coalesce(:user_id, user_id),
+       expires_at = now() + (:ttl)::interval, turn_count = :turns,
+       first_activity_at = coalesce((:first_ts)::timestamptz, first_activity_at),
+       last_activity_at = (SELECT coalesce((:last_ts)::timestamptz, now()))
+ WHERE session_id = :sid AND version = :old
+RETURNING version;
+
+-- name: session_head --
+-- Session head.
+SELECT version, message_count, created_at, user_id FROM sessions AS s
+ WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+
+-- name: replica_freshness --
+-- Replica freshness.
+SELECT s.version, s.message_count, s.created_at, s.user_id,
+       (SELECT max(summary_version) FROM summaries WHERE session_id = :sid) AS summary_version,
+       (SELECT version FROM consultation_states WHERE session_id = :sid) AS state_version,
+       (SELECT version FROM user_profiles AS p WHERE p.user_id = s.user_id) AS profile_version
+  FROM sessions AS s
+ WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+
+-- name: newest --
+-- Newest messages.
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding FROM messages AS m
+ WHERE session_id = :sid AND seq < :before
+ ORDER BY seq DESC LIMIT :limit;
+
+-- name: newest_of_session --
+-- Newest of session.
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding FROM messages AS m
+ WHERE m.session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()))
+ ORDER BY m.seq DESC LIMIT :limit;
+
+-- name: newest_within --
+-- Newest messages within a budget.
+SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version, key_id, sealed, token_count, token_encoding
+  FROM (
+    SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding,
+           sum(m.usable) OVER (ORDER BY m.seq DESC) - m.usable AS before_me
+      FROM (SELECT *, CASE WHEN token_encoding = :encoding THEN token_count ELSE 0 END
+                      AS usable
+              FROM messages
+             WHERE session_id = :sid AND seq < :before
+             ORDER BY seq DESC LIMIT :limit) AS m
+) AS window_rows
+ WHERE before_me < :budget
+ ORDER BY seq DESC;
+
+-- name: span --
+-- Message span.
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed FROM messages AS m
+ WHERE session_id = :sid AND seq >= :start AND seq < :stop
+ ORDER BY seq;
+
+-- name: token_total --
+-- Token total.
+SELECT count(*) AS messages,
+       coalesce(sum(CASE WHEN token_encoding = :encoding THEN token_count
+                         ELSE char_length(content) + 16
+                              + coalesce(octet_length(sealed) - 65, 0) END), 0) AS tokens
+  FROM messages WHERE session_id = :sid AND seq > :after;
