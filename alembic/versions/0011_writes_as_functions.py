@@ -403,25 +403,22 @@ BEGIN
         SELECT s.session_id FROM sessions AS s
          WHERE s.session_id > p_after
            AND (EXISTS (SELECT FROM messages AS t WHERE t.session_id = s.session_id
-                          AND ctxstore_stale_key_v1(t.key_id))
+                          AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
              OR EXISTS (SELECT FROM summaries AS t WHERE t.session_id = s.session_id
-                          AND ctxstore_stale_key_v1(t.key_id))
+                          AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
              OR EXISTS (SELECT FROM consultation_states AS t
-                         WHERE t.session_id = s.session_id AND ctxstore_stale_key_v1(t.key_id))
+                         WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
              OR EXISTS (SELECT FROM consultation_state_history AS t
-                         WHERE t.session_id = s.session_id AND ctxstore_stale_key_v1(t.key_id)))
+                         WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL))))
          ORDER BY s.session_id LIMIT p_batch_size);
     RETURN QUERY
         UPDATE sessions AS s SET user_id = s.user_id WHERE s.session_id = ANY(v_ids)
         RETURNING s.session_id, s.user_id;
 END
-$$""",
-    # rotate-keys: a row needs re-encrypting when plaintext or sealed under a retired key.
-    "ctxstore_stale_key_v1": """
-CREATE FUNCTION ctxstore_stale_key_v1(p_key_id bigint)
-RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT p_key_id IS NULL
-        OR EXISTS (SELECT FROM data_keys WHERE key_id = p_key_id AND retired_at IS NOT NULL)
 $$""",
     # rotate-keys: retired keys no row is sealed under any more, deleted (the keys in use
     # looked up first: Citus deletes from a reference table only with other reference

@@ -42,13 +42,13 @@ UPDATE data_keys SET retired_at = now() WHERE retired_at IS NULL;
 -- Count sessions to re-encrypt.
 SELECT count(*) FROM sessions AS s
  WHERE EXISTS (SELECT FROM messages AS t
-                WHERE t.session_id = s.session_id AND ctxstore_stale_key_v1(t.key_id))
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
     OR EXISTS (SELECT FROM summaries AS t
-                WHERE t.session_id = s.session_id AND ctxstore_stale_key_v1(t.key_id))
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
     OR EXISTS (SELECT FROM consultation_states AS t
-                WHERE t.session_id = s.session_id AND ctxstore_stale_key_v1(t.key_id))
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
     OR EXISTS (SELECT FROM consultation_state_history AS t
-                WHERE t.session_id = s.session_id AND ctxstore_stale_key_v1(t.key_id));
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)));
 
 -- name: sessions_batch --
 -- rotate-keys: a batch of sessions to re-encrypt after :after, locked.
@@ -74,7 +74,7 @@ UPDATE sessions SET content_hash = :hash WHERE session_id = :sid;
 -- name: session_summaries --
 -- Summaries to re-encrypt.
 SELECT summary_version, text, key_id, sealed, format_version, covers_until, token_count,
-       created_at FROM summaries AS t WHERE t.session_id = :sid AND ctxstore_stale_key_v1(t.key_id);
+       created_at FROM summaries AS t WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL));
 
 -- name: reseal_summary --
 -- Re-seal summary.
@@ -84,7 +84,7 @@ UPDATE summaries SET text = '', key_id = :key_id, sealed = :sealed
 -- name: reencrypt_consultation_states --
 -- Consultation_states to re-encrypt.
 SELECT version, document, key_id, sealed FROM consultation_states AS t
- WHERE t.session_id = :sid AND ctxstore_stale_key_v1(t.key_id);
+ WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL));
 
 -- name: reseal_consultation_states --
 -- Re-seal consultation_states.
@@ -94,7 +94,7 @@ UPDATE consultation_states SET document = 'null'::jsonb, key_id = :key_id, seale
 -- name: reencrypt_consultation_state_history --
 -- Consultation_state_history to re-encrypt.
 SELECT version, document, key_id, sealed FROM consultation_state_history AS t
- WHERE t.session_id = :sid AND ctxstore_stale_key_v1(t.key_id);
+ WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL));
 
 -- name: reseal_consultation_state_history --
 -- Re-seal consultation_state_history.
@@ -104,7 +104,7 @@ UPDATE consultation_state_history SET document = 'null'::jsonb, key_id = :key_id
 -- name: profiles_batch --
 -- Profiles to re-encrypt.
 SELECT user_id, document, key_id, sealed FROM user_profiles AS t
- WHERE user_id > :after AND ctxstore_stale_key_v1(t.key_id)
+ WHERE user_id > :after AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL))
  ORDER BY user_id LIMIT :batch_size FOR UPDATE SKIP LOCKED;
 
 -- name: reseal_profile --
