@@ -450,9 +450,34 @@ $$""",
 }
 
 
+# As every object of the schema (revision 0008): owned by the owner role, callable by the
+# app role alone (PostgreSQL grants EXECUTE to PUBLIC by default).  The names come from the
+# table 0008 records them in, not from this process's configuration.
+PRIVILEGES = """
+DO $$
+DECLARE
+    v_owner text := (SELECT role_name FROM ctxstore_roles WHERE kind = 'owner');
+    v_app text := (SELECT role_name FROM ctxstore_roles WHERE kind = 'app');
+    v_function text;
+BEGIN
+    FOR v_function IN SELECT p.oid::regprocedure::text FROM pg_proc AS p
+                       WHERE p.proname = ANY(string_to_array('{names}', ' ')) LOOP
+        EXECUTE 'REVOKE ALL ON FUNCTION ' || v_function || ' FROM PUBLIC';
+        IF v_app IS NOT NULL THEN
+            EXECUTE 'GRANT EXECUTE ON FUNCTION ' || v_function || ' TO ' || quote_ident(v_app);
+        END IF;
+        IF v_owner IS NOT NULL THEN
+            EXECUTE 'ALTER FUNCTION ' || v_function || ' OWNER TO ' || quote_ident(v_owner);
+        END IF;
+    END LOOP;
+END
+$$"""
+
+
 def upgrade() -> None:
     for definition in FUNCTIONS.values():
         op.execute(definition)
+    op.execute(PRIVILEGES.format(names=" ".join(FUNCTIONS)))
 
 
 def downgrade() -> None:

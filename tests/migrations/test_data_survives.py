@@ -185,7 +185,8 @@ def test_plain_rows_seeded_at_0008_survive_0009_and_sealed_rows_block_its_downgr
 
     migrations.upgrade(empty_database_url, "0008")
     seed_at_revision_0001(empty_database_url)
-    migrations.upgrade(empty_database_url, "0009")
+    # the store's writes call the functions of 0011: written at head, then back to 0009
+    migrations.upgrade(empty_database_url, "head")
     encryption = Encryption(Keyring({"k": os.urandom(32)}))
 
     async def read_plain_then_seal() -> None:
@@ -194,6 +195,7 @@ def test_plain_rows_seeded_at_0008_survive_0009_and_sealed_rows_block_its_downgr
             await storage.save("new", SEEDED, user_id="u2")
 
     asyncio.run(read_plain_then_seal())
+    migrations.downgrade(empty_database_url, "0009")
     with pytest.raises(MigrationError, match="sealed rows"):
         migrations.downgrade(empty_database_url, "0008")
     assert migrations.current(empty_database_url) == "0009"
@@ -202,6 +204,7 @@ def test_plain_rows_seeded_at_0008_survive_0009_and_sealed_rows_block_its_downgr
         async with PostgresStorage.from_url(empty_database_url, encryption=encryption) as storage:
             await storage.delete("new")
 
+    migrations.upgrade(empty_database_url, "head")
     asyncio.run(delete_sealed())
     migrations.downgrade(empty_database_url, "0008")
     migrations.upgrade(empty_database_url, "head")
@@ -226,7 +229,8 @@ def test_0010_references_keys_from_sealed_rows_and_tolerates_rows_of_destroyed_k
     from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
 
     url = empty_database_url
-    migrations.upgrade(url, "0009")
+    # the store's writes call the functions of 0011: written at head, then back to 0009
+    migrations.upgrade(url, "head")
     encryption = Encryption(Keyring({"k": os.urandom(32)}))
 
     async def seal() -> None:
@@ -236,6 +240,7 @@ def test_0010_references_keys_from_sealed_rows_and_tolerates_rows_of_destroyed_k
             await storage.save("orphaned", SEEDED, user_id="u2")
 
     asyncio.run(seal())
+    migrations.downgrade(url, "0009")
     asyncio.run(committed(url, "DELETE FROM data_keys WHERE owner = 'u:u2'"))
     counts = "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM consultation_states)"
     before = asyncio.run(rows(url, counts))
@@ -261,6 +266,7 @@ def test_0010_references_keys_from_sealed_rows_and_tolerates_rows_of_destroyed_k
         asyncio.run(
             committed(url, "UPDATE messages SET key_id = -1 WHERE session_id = 'kept' AND seq = 0")
         )
+    migrations.upgrade(url, "head")
 
     async def still_readable() -> None:
         async with PostgresStorage.from_url(url, encryption=encryption) as storage:

@@ -8,17 +8,24 @@ SELECT ctxstore_insert_summary_v1(
 SELECT s.message_count,
        (SELECT coalesce(max(summary_version), 0) FROM summaries WHERE session_id = :sid)
          AS latest
-  FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+  FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL
+      OR s.expires_at > now());
 
 -- name: latest_summary --
 -- Latest summary.
-SELECT summary_version, text, covers_until, token_count, format_version, created_at, key_id, sealed FROM summaries
- WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())) ORDER BY summary_version DESC LIMIT 1;
+SELECT summary_version, text, covers_until, token_count, format_version, created_at,
+    key_id, sealed FROM summaries
+ WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid
+     AND (s.expires_at IS NULL
+     OR s.expires_at > now())) ORDER BY summary_version DESC LIMIT 1;
 
 -- name: summary_at --
 -- Summary at.
-SELECT summary_version, text, covers_until, token_count, format_version, created_at, key_id, sealed FROM summaries
- WHERE session_id = :sid AND summary_version = :summary_version AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()));
+SELECT summary_version, text, covers_until, token_count, format_version, created_at,
+    key_id, sealed FROM summaries
+ WHERE session_id = :sid AND summary_version = :summary_version AND EXISTS (SELECT
+     FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL
+     OR s.expires_at > now()));
 
 -- name: write_state --
 -- A state version and its history row: (version, updated_at), both NULL when refused (state_facts says why).
@@ -29,17 +36,21 @@ SELECT ctxstore_write_state_v1(
 -- name: state_facts --
 -- State facts.
 SELECT (SELECT version FROM consultation_states WHERE session_id = :sid) AS version
-  FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+  FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS NULL
+      OR s.expires_at > now());
 
 -- name: current_state --
 -- Current state.
 SELECT document, format_version, version, updated_at, key_id, sealed
-  FROM consultation_states WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()));
+  FROM consultation_states WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s
+      WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()));
 
 -- name: state_history --
 -- State history.
 SELECT document, format_version, version, created_at AS updated_at, key_id, sealed
-  FROM consultation_state_history WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()))
+  FROM consultation_state_history WHERE session_id = :sid AND EXISTS (SELECT
+      FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL
+      OR s.expires_at > now()))
  ORDER BY version;
 
 -- name: write_profile --

@@ -42,13 +42,21 @@ UPDATE data_keys SET retired_at = now() WHERE retired_at IS NULL;
 -- Count sessions to re-encrypt.
 SELECT count(*) FROM sessions AS s
  WHERE EXISTS (SELECT FROM messages AS t
-                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL
+                    OR t.key_id IN (SELECT key_id FROM data_keys
+                    WHERE retired_at IS NOT NULL)))
     OR EXISTS (SELECT FROM summaries AS t
-                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL
+                    OR t.key_id IN (SELECT key_id FROM data_keys
+                    WHERE retired_at IS NOT NULL)))
     OR EXISTS (SELECT FROM consultation_states AS t
-                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL
+                    OR t.key_id IN (SELECT key_id FROM data_keys
+                    WHERE retired_at IS NOT NULL)))
     OR EXISTS (SELECT FROM consultation_state_history AS t
-                WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)));
+                WHERE t.session_id = s.session_id AND (t.key_id IS NULL
+                    OR t.key_id IN (SELECT key_id FROM data_keys
+                    WHERE retired_at IS NOT NULL)));
 
 -- name: sessions_batch --
 -- rotate-keys: a batch of sessions to re-encrypt after :after, locked.
@@ -64,7 +72,8 @@ SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, forma
 -- Re-seal messages.
 UPDATE messages AS t SET content = '', metadata = NULL, digest = m.digest,
        key_id = :key_id, sealed = m.sealed
-  FROM unnest((:seqs)::int[], (:digests)::bytea[], (:sealed)::bytea[]) AS m(seq, digest, sealed)
+  FROM unnest((:seqs)::int[], (:digests)::bytea[], (:sealed)::bytea[]) AS m(seq, digest,
+      sealed)
  WHERE t.session_id = :sid AND t.seq = m.seq;
 
 -- name: set_content_hash --
@@ -74,7 +83,8 @@ UPDATE sessions SET content_hash = :hash WHERE session_id = :sid;
 -- name: session_summaries --
 -- Summaries to re-encrypt.
 SELECT summary_version, text, key_id, sealed, format_version, covers_until, token_count,
-       created_at FROM summaries AS t WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL));
+       created_at FROM summaries AS t WHERE t.session_id = :sid AND (t.key_id IS NULL
+           OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL));
 
 -- name: reseal_summary --
 -- Re-seal summary.
@@ -84,7 +94,8 @@ UPDATE summaries SET text = '', key_id = :key_id, sealed = :sealed
 -- name: reencrypt_consultation_states --
 -- Consultation_states to re-encrypt.
 SELECT version, document, key_id, sealed FROM consultation_states AS t
- WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL));
+ WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id
+     FROM data_keys WHERE retired_at IS NOT NULL));
 
 -- name: reseal_consultation_states --
 -- Re-seal consultation_states.
@@ -94,17 +105,20 @@ UPDATE consultation_states SET document = 'null'::jsonb, key_id = :key_id, seale
 -- name: reencrypt_consultation_state_history --
 -- Consultation_state_history to re-encrypt.
 SELECT version, document, key_id, sealed FROM consultation_state_history AS t
- WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL));
+ WHERE t.session_id = :sid AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id
+     FROM data_keys WHERE retired_at IS NOT NULL));
 
 -- name: reseal_consultation_state_history --
 -- Re-seal consultation_state_history.
-UPDATE consultation_state_history SET document = 'null'::jsonb, key_id = :key_id, sealed = :sealed
+UPDATE consultation_state_history SET document = 'null'::jsonb, key_id = :key_id,
+    sealed = :sealed
  WHERE session_id = :sid AND version = :version;
 
 -- name: profiles_batch --
 -- Profiles to re-encrypt.
 SELECT user_id, document, key_id, sealed FROM user_profiles AS t
- WHERE user_id > :after AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL))
+ WHERE user_id > :after AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys
+     WHERE retired_at IS NOT NULL))
  ORDER BY user_id LIMIT :batch_size FOR UPDATE SKIP LOCKED;
 
 -- name: reseal_profile --

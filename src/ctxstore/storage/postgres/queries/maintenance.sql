@@ -1,6 +1,7 @@
 -- name: legacy_messages_of_session --
 -- Legacy messages of a session.
-SELECT s.version AS session_version, m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed
+SELECT s.version AS session_version, m.seq, m.role, m.content, m.turn_id, m.ts,
+    m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed
   FROM sessions AS s JOIN messages AS m ON m.session_id = s.session_id
  WHERE s.session_id = :sid AND m.format_version <> :current
  ORDER BY m.seq;
@@ -14,8 +15,18 @@ RETURNING 1;
 -- name: rewrite_messages --
 -- Rewrite messages.
 UPDATE messages AS t
-   SET (role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count, format_version, token_encoding, key_id, sealed) = (m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.token_count, m.format_version, m.token_encoding, m.key_id, m.sealed)
-  FROM unnest((:new_seq)::int[], (:new_role)::TEXT[], (:new_content)::TEXT[], (:new_turn_id)::TEXT[], (:new_ts)::text[]::TIMESTAMP WITH TIME ZONE[], (:new_ts_offset)::INTEGER[], (:new_name)::TEXT[], (:new_metadata)::JSONB[], (:new_digest)::BYTEA[], (:new_token_count)::INTEGER[], (:new_format_version)::SMALLINT[], (:new_token_encoding)::TEXT[], (:new_key_id)::BIGINT[], (:new_sealed)::BYTEA[]) AS m(seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count, format_version, token_encoding, key_id, sealed)
+   SET (role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count,
+       format_version, token_encoding, key_id, sealed) = (m.role, m.content, m.turn_id,
+       m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.token_count, m.format_version,
+       m.token_encoding, m.key_id, m.sealed)
+  FROM unnest((:new_seq)::int[], (:new_role)::TEXT[], (:new_content)::TEXT[],
+      (:new_turn_id)::TEXT[], (:new_ts)::text[]::TIMESTAMP WITH TIME ZONE[],
+      (:new_ts_offset)::INTEGER[], (:new_name)::TEXT[], (:new_metadata)::JSONB[],
+      (:new_digest)::BYTEA[], (:new_token_count)::INTEGER[],
+      (:new_format_version)::SMALLINT[], (:new_token_encoding)::TEXT[],
+      (:new_key_id)::BIGINT[], (:new_sealed)::BYTEA[]) AS m(seq, role, content, turn_id,
+      ts, ts_offset, name, metadata, digest, token_count, format_version, token_encoding,
+      key_id, sealed)
  WHERE t.session_id = :sid AND t.seq = m.seq;
 
 -- name: sessions_with_legacy_messages --
@@ -42,14 +53,20 @@ SELECT session_id, version, document, format_version FROM consultation_state_his
 -- name: rewrite_state_consultation_states --
 -- Rewrite a row of consultation_states.
 WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
-UPDATE consultation_states SET (stage, chief_complaint, body_parts, symptoms, red_flags, pain_level, duration, document, format_version, key_id, sealed) = (:stage, :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration, :document, :format_version, :key_id, :sealed)
+UPDATE consultation_states SET (stage, chief_complaint, body_parts, symptoms, red_flags,
+    pain_level, duration, document, format_version, key_id, sealed) = (:stage,
+    :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration,
+    :document, :format_version, :key_id, :sealed)
  WHERE session_id = :sid AND version = :version AND format_version = :old_format
    AND EXISTS (SELECT FROM locked);
 
 -- name: rewrite_state_consultation_state_history --
 -- Rewrite a row of consultation_state_history.
 WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
-UPDATE consultation_state_history SET (stage, chief_complaint, body_parts, symptoms, red_flags, pain_level, duration, document, format_version, key_id, sealed) = (:stage, :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration, :document, :format_version, :key_id, :sealed)
+UPDATE consultation_state_history SET (stage, chief_complaint, body_parts, symptoms,
+    red_flags, pain_level, duration, document, format_version, key_id, sealed) = (:stage,
+    :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration,
+    :document, :format_version, :key_id, :sealed)
  WHERE session_id = :sid AND version = :version AND format_version = :old_format
    AND EXISTS (SELECT FROM locked);
 

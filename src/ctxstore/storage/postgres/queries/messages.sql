@@ -1,6 +1,8 @@
 -- name: load_session --
 -- Load session.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, s.message_count, s.content_hash, s.version, s.user_id
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+    m.digest, m.format_version, m.key_id, m.sealed, s.message_count, s.content_hash,
+    s.version, s.user_id
   FROM sessions AS s
   LEFT JOIN messages AS m ON m.session_id = s.session_id
  WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())
@@ -8,7 +10,8 @@ SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadat
 
 -- name: session_version --
 -- Session version.
-SELECT version FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+SELECT version FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS NULL
+    OR s.expires_at > now());
 
 -- name: session_facts --
 -- Session facts.
@@ -93,21 +96,28 @@ SELECT s.version, s.message_count, s.created_at, s.user_id,
 
 -- name: newest --
 -- Newest messages.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding FROM messages AS m
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+    m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding
+    FROM messages AS m
  WHERE session_id = :sid AND seq < :before
  ORDER BY seq DESC LIMIT :limit;
 
 -- name: newest_of_session --
 -- Newest of session.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding FROM messages AS m
- WHERE m.session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()))
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+    m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding
+    FROM messages AS m
+ WHERE m.session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid
+     AND (s.expires_at IS NULL OR s.expires_at > now()))
  ORDER BY m.seq DESC LIMIT :limit;
 
 -- name: newest_within --
 -- Newest messages within a budget.
-SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version, key_id, sealed, token_count, token_encoding
+SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version,
+    key_id, sealed, token_count, token_encoding
   FROM (
-    SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding,
+    SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+        m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding,
            sum(m.usable) OVER (ORDER BY m.seq DESC) - m.usable AS before_me
       FROM (SELECT *, CASE WHEN token_encoding = :encoding THEN token_count ELSE 0 END
                       AS usable
@@ -120,7 +130,8 @@ SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, forma
 
 -- name: span --
 -- Message span.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed FROM messages AS m
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+    m.digest, m.format_version, m.key_id, m.sealed FROM messages AS m
  WHERE session_id = :sid AND seq >= :start AND seq < :stop
  ORDER BY seq;
 

@@ -28,7 +28,8 @@ SELECT message_count FROM ctxstore_purge_batch_v1(:batch_size, NULL) AS message_
 
 -- name: purge_old_batch --
 -- Retention: one batch of sessions whose last write is older than :age, their message counts.
-SELECT message_count FROM ctxstore_purge_batch_v1(:batch_size, (:age)::interval) AS message_count;
+SELECT message_count FROM ctxstore_purge_batch_v1(:batch_size,
+    (:age)::interval) AS message_count;
 
 -- name: count_expired --
 -- Count expired.
