@@ -53,7 +53,10 @@ BEGIN
     IF EXISTS (SELECT FROM unnest(p_key_ids) AS k(key_id)
                 WHERE k.key_id IS NOT NULL
                   AND NOT EXISTS (SELECT FROM data_keys AS d WHERE d.key_id = k.key_id)) THEN
-        RAISE EXCEPTION 'a data key this write was sealed under was destroyed'
+        -- the constraint named in the message too: Citus relays a worker's error without
+        -- its constraint field
+        RAISE EXCEPTION 'a data key this write was sealed under was destroyed (%)',
+                        'fk_' || p_table || '_key_id_data_keys'
             USING ERRCODE = 'foreign_key_violation',
                   CONSTRAINT = 'fk_' || p_table || '_key_id_data_keys';
     END IF;

@@ -49,8 +49,9 @@ _INVALID_INPUT_CODES = {
     "22003",  # numeric_value_out_of_range
     "54000",  # program_limit_exceeded (e.g. a value too large to index)
 }
-# A table or column this code uses is not there: the schema is missing or behind.
-_SCHEMA_CODES = {"42P01", "42703"}  # undefined_table, undefined_column
+# A table, column or SQL function this code uses is not there: the schema is missing or
+# behind (the writes call revision 0011's functions).
+_SCHEMA_CODES = {"42P01", "42703", "42883"}  # undefined_table, _column, _function
 _MISSING_DATABASE = "3D000"  # invalid_catalog_name
 _FOREIGN_KEY_VIOLATION = "23503"
 _PROTOCOL_VIOLATION = "08P01"  # PgBouncer: "unsupported startup parameter: ..."
@@ -96,7 +97,9 @@ def _constraint(error: BaseException) -> str | None:
 
 
 def _sealed_key_gone(error: BaseException) -> bool:
-    return (_constraint(error) or "").endswith(_SEALED_KEY_FK)
+    # the message names it too: Citus relays a worker's error without the constraint field
+    named = _constraint(error) or _server_message(error) or ""
+    return _SEALED_KEY_FK in named
 
 
 def _server_message(error: BaseException) -> str | None:
@@ -187,7 +190,8 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
     if code:
         detail = f"{detail} (SQLSTATE {code})"
     if code in _SCHEMA_CODES:
-        named = _server_message(error)  # e.g. relation "sessions" does not exist
+        # e.g. relation "sessions" does not exist (its first line: not the server's hint)
+        named = (_server_message(error) or "").split("\n", 1)[0]
         reason = f"{named}, SQLSTATE {code}" if named else f"SQLSTATE {code}"
         return schema_missing(action, reason, sqlstate=code)
     if code == _MISSING_DATABASE:
