@@ -1,0 +1,12 @@
+"""The storage contract and its backends.
+
+- base.py: the protocols (ContextStorage, VersionedStorage, SessionReader) and receipts;
+- rules.py: every input rule, written once; store.py: Store, the public API that applies
+  them and calls each backend's hooks;
+- memory.py (MemoryStorage), postgres/ (PostgresStorage), redis/ (RedisStorage): the
+  backends; knowledge.py: what PostgresStorage last knew of each session; history.py:
+  the list ``load`` returns; snapshot.py: a SessionReader over a session in memory;
+- fallback.py (FallbackStorage, a router over two Stores), failover.py (which side serves
+  a key), journal.py (the writes served while the primary was down), replay.py (the
+  journal applied to the primary).
+"""
