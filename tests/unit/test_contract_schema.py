@@ -218,7 +218,9 @@ def documents(draw: st.DrawFn) -> Any:
         if isinstance(parent, dict) and draw(st.booleans()):
             del parent[path[-1]]
         else:
-            parent[path[-1]] = draw(nasty)
+            # A copy: nasty's sampled lists and dicts are shared objects, and putting one
+            # inside itself by a second mutation would make the document a cycle.
+            parent[path[-1]] = copy.deepcopy(draw(nasty))
     return document
 
 
