@@ -86,6 +86,19 @@ async def logged_store(
     remote = RemoteCommands()
     async with storage.driver() as driver:
         driver.add_log_listener(remote)
+    # asyncpg's pool drops a connection's log listeners at every release, before it calls
+    # the pool's reset: the one connection of this pool (pool_size=1) gets it back there.
+    pool = storage._connections._pool
+    assert pool is not None
+    reset = pool._reset
+
+    async def reset_keeping_the_listener(connection: Any) -> None:
+        await reset(connection)
+        connection.add_log_listener(remote)
+
+    pool._reset = reset_keeping_the_listener
+    async with storage.driver():
+        pass  # released again: the listener is back, for every call from now on
     return storage, remote
 
 
