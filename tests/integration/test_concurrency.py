@@ -221,3 +221,27 @@ async def test_snapshot_is_consistent_while_writers_append(pg_storage: PostgresS
 
     _, checked = await asyncio.gather(writer(), reader())
     assert checked == 60
+
+
+async def test_first_appends_racing_to_create_a_session_all_land(database_url: URL) -> None:
+    """Appends without an expected version to a session that doesn't exist yet: whichever
+    creates it, the others extend it, none is refused (the row appears between one
+    writer's statements)."""
+    writers, rounds = 8, 40
+    storages = [PostgresStorage.from_url(database_url) for _ in range(writers)]
+    try:
+        for storage in storages:  # connected before the race, so the writers start together
+            await storage.load("warm-up")
+        for round_number in range(rounds):
+            session_id = f"first-{round_number}"
+            await asyncio.gather(
+                *(
+                    storage.append(session_id, [Message(role="user", content=f"w{i}")])
+                    for i, storage in enumerate(storages)
+                )
+            )
+            stored = await storages[0].load(session_id)
+            assert sorted(m.content for m in stored) == [f"w{i}" for i in range(writers)]
+    finally:
+        for storage in storages:
+            await storage.close()
