@@ -84,21 +84,11 @@ async def logged_store(
     )
     storage = PostgresStorage.from_url(url, settings=settings, encryption=encryption)
     remote = RemoteCommands()
-    async with storage.driver() as driver:
-        driver.add_log_listener(remote)
-    # asyncpg's pool drops a connection's log listeners at every release, before it calls
-    # the pool's reset: the one connection of this pool (pool_size=1) gets it back there.
-    pool = storage._connections._pool
-    assert pool is not None
-    reset = pool._reset
-
-    async def reset_keeping_the_listener(connection: Any) -> None:
-        await reset(connection)
-        connection.add_log_listener(remote)
-
-    pool._reset = reset_keeping_the_listener
-    async with storage.driver():
-        pass  # released again: the listener is back, for every call from now on
+    # asyncpg's pool removes a connection's log listeners when it comes back: each call's
+    # connection gets this one as it is lent.
+    await storage.watch_connections(
+        lambda connection: connection.add_log_listener(remote), at_every_checkout=True
+    )
     return storage, remote
 
 

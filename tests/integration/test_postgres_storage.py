@@ -12,6 +12,7 @@ from sqlalchemy import URL, text
 
 from ctxstore import (
     CorruptDataError,
+    EngineSettings,
     Message,
     PostgresStorage,
     StorageError,
@@ -263,3 +264,21 @@ async def test_pooled_connections_killed_while_idle_are_replaced(database_url: U
         await asyncio.sleep(0.2)  # the client sees the sockets close
         loaded = await asyncio.gather(*(storage.load(f"s{i}") for i in range(5)))
         assert loaded == [history(3)] * 5
+
+
+async def test_a_checkout_watcher_sees_every_lent_connection(database_url: URL) -> None:
+    """A log listener added at every checkout hears each call's notices, though the pool
+    removes it whenever the connection comes back."""
+    notices: list[str] = []
+    settings = EngineSettings(pool_size=1)
+    async with PostgresStorage.from_url(database_url, settings=settings) as storage:
+        await storage.watch_connections(
+            lambda connection: connection.add_log_listener(
+                lambda _connection, message: notices.append(message.message)
+            ),
+            at_every_checkout=True,
+        )
+        for number in range(3):
+            async with storage.driver() as driver:
+                await driver.execute(f"DO $$ BEGIN RAISE NOTICE 'call {number}'; END $$")
+    assert notices == ["call 0", "call 1", "call 2"]

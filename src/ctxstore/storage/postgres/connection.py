@@ -59,11 +59,19 @@ class Connections:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._turns = asyncio.Semaphore(1)
         self._watchers: list[Callable[[Driver], None]] = []
+        self._checkout_watchers: list[Callable[[Driver], None]] = []
         telemetry.watch_pool(self)
 
-    async def watch(self, watcher: Callable[[Driver], None]) -> None:
+    async def watch(
+        self, watcher: Callable[[Driver], None], *, at_every_checkout: bool = False
+    ) -> None:
         """Call ``watcher`` with every connection opened from now on (a query logger, for
-        diagnostics); the connections already open are replaced as they come back."""
+        diagnostics); the connections already open are replaced as they come back.  With
+        ``at_every_checkout``, with every connection lent instead: asyncpg's pool removes
+        a connection's log and notification listeners each time it comes back."""
+        if at_every_checkout:
+            self._checkout_watchers.append(watcher)
+            return
         self._watchers.append(watcher)
         if self._pool is not None:
             await self._pool.expire_connections()
@@ -108,6 +116,8 @@ class Connections:
             raise
         try:
             try:
+                for watcher in self._checkout_watchers:
+                    watcher(connection)
                 yield connection
             except BaseException as error:
                 if connection.is_closed() or isinstance(

@@ -264,10 +264,14 @@ class PostgresStorage(Store):
                 if self._read_engine is not None:
                     await self._read_engine.dispose()
 
-    async def watch_connections(self, watcher: Callable[[Driver], None]) -> None:
+    async def watch_connections(
+        self, watcher: Callable[[Driver], None], *, at_every_checkout: bool = False
+    ) -> None:
         """Call ``watcher`` with each asyncpg connection the storage opens from now on
-        (diagnostics, e.g. ``connection.add_query_logger``)."""
-        await self._connections.watch(watcher)
+        (diagnostics, e.g. ``connection.add_query_logger``); with ``at_every_checkout``,
+        each time one is lent (for ``add_log_listener``, which the pool removes when the
+        connection comes back)."""
+        await self._connections.watch(watcher, at_every_checkout=at_every_checkout)
 
     def driver(self) -> AbstractAsyncContextManager[Driver]:
         """The raw asyncpg connection of a pooled connection, for maintenance commands."""
