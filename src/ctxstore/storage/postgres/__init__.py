@@ -1,6 +1,7 @@
 """The PostgreSQL backend.
 
-store.py (PostgresStorage), queries/*.sql (every statement, named) loaded by sql.py into
+store.py (PostgresStorage), saving.py (the save path: recognising an extension, the
+locked save), queries/*.sql (every statement, named) loaded by sql.py into
 statement.py's Statement, rows.py (models to parameters, rows back), documents.py
 (summaries, states, profiles), keys.py (data keys for encryption at rest), reader.py
 (a SessionReader in one snapshot), rewrite.py (writing upgraded rows back), replica.py

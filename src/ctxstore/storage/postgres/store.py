@@ -9,7 +9,6 @@ from contextlib import (
     asynccontextmanager,
     contextmanager,
 )
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -35,14 +34,13 @@ from ctxstore.models import (
     Summary,
     UserProfile,
     Versioned,
-    full_digest,
 )
 from ctxstore.retry import Retry
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
-from ctxstore.storage.postgres import documents, rows, sql
+from ctxstore.storage.postgres import documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections
 from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
 from ctxstore.storage.postgres.reader import PostgresSessionReader
@@ -52,8 +50,6 @@ from ctxstore.storage.postgres.statement import Driver
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
-
-Hasher = Any  # hashlib's HASH object
 
 #: An erasure meets a write that committed under the user's key after its snapshot:
 #: that commit refused to leave its row keyless and nothing was erased; erase again.
@@ -65,53 +61,6 @@ def _connections(
 ) -> Connections:
     url, made_with = pool_source(engine)
     return Connections(url, settings or made_with, operation_timeout)
-
-
-def _prefix_and_total_hash(
-    digests: Sequence[bytes], prefix: int, key: DataKey | None
-) -> tuple[bytes, Hasher]:
-    """Content hash of ``digests[:prefix]``, and a hasher that has taken all of them."""
-    hasher = rows.hasher(key, b"".join(digests[:prefix]))
-    prefix_hash = hasher.digest()
-    hasher.update(b"".join(digests[prefix:]))
-    return prefix_hash, hasher
-
-
-@dataclass(frozen=True)
-class _Extension:
-    """A save believed to extend what is stored: the conditional append's inputs."""
-
-    #: What this process believes is stored.
-    known: Known
-    added: Sequence[Message]
-    digests: list[bytes]  # of ``added``
-    hasher: Hasher  # has taken every digest of the whole list
-    activity: dict[str, Any]
-    #: The knowledge once it is stored at a version.
-    after: Callable[[int], Known]
-
-
-def _recognised(
-    known: Known,
-    located: StoredList,
-    added: Sequence[Message],
-    activity: dict[str, Any],
-    limits: Limits,
-) -> tuple[_Extension, list[bytes]]:
-    """A list that starts with the very objects stored: O(new messages).  (The
-    extension, the digests of ``added``.)"""
-    assert known.hasher is not None  # checked by the caller
-    digests = rows.digests_of(added, limits)
-    hasher = known.hasher.copy()
-    hasher.update(b"".join(digests))
-    return _Extension(
-        known,
-        added,
-        digests,
-        hasher,
-        activity,
-        lambda version: known.extended(version, located, added, digests, hasher),
-    ), digests
 
 
 class PostgresStorage(Store):
@@ -329,20 +278,22 @@ class PostgresStorage(Store):
                 known, located = None, StoredList.of(messages)
                 whole = messages[:] if located.edits is not None else located.base
             key = await self._session_key(session_id, user_id)
-            extension: _Extension | None
+            extension: saving.Extension | None
             if whole is None:  # recognised: the stored part is hashed already
                 assert known is not None
-                extension, digests = _recognised(known, located, added, activity, self.limits)
+                extension, digests = saving.recognised(known, located, added, activity, self.limits)
             else:
-                extension, digests = self._hashed(session_id, whole, located, key, expected)
+                extension, digests = saving.hashed(
+                    self.knowledge.get(session_id), whole, located, key, expected, self.limits
+                )
             if extension is not None:
                 new = rows.batch(
                     extension.added, self.token_counter, self.limits, key, session_id,
                     digests=extension.digests,
                 )  # fmt: skip
                 async with self._connections.call("save") as driver:
-                    version = await self._append_if_unchanged(
-                        driver, session_id, extension, new, expected, user_id
+                    version = await saving.append_if_unchanged(
+                        driver, session_id, extension, new, expected, user_id, self.ttl
                     )
                 if version is not None:
                     self.knowledge.after_write(session_id, extension.after(version))
@@ -352,47 +303,16 @@ class PostgresStorage(Store):
                 whole = located.messages()
                 digests = rows.digests_of(whole, self.limits)
             async with self._connections.call("save") as driver, driver.transaction():
-                version, hasher = await self._save_locked(
-                    driver, session_id, whole, digests, expected, user_id, key
+                locked = saving.LockedSave(
+                    driver, self.limits, self.token_counter, self.ttl, self._keys_for
+                )
+                version, hasher = await locked.run(
+                    session_id, whole, digests, expected, user_id, key
                 )
             self.knowledge.after_write(
                 session_id, rows.known_after_write(version, whole, digests, hasher, located)
             )
             return version
-
-    def _hashed(
-        self,
-        session_id: str,
-        whole: list[Message],
-        located: StoredList,
-        key: DataKey | None,
-        expected: int | None,
-    ) -> tuple[_Extension | None, list[bytes]]:
-        """(``whole`` as an extension of what this process knew was stored, when the
-        hash of its first messages is the known content hash, else None; every digest
-        of ``whole``)."""
-        digests = rows.digests_of(whole, self.limits)
-        entry = self.knowledge.get(session_id)
-        if (
-            entry is None
-            or entry.count is None
-            or entry.content_hash is None
-            or entry.count > len(whole)
-            or expected == NEW_SESSION
-        ):
-            return None, digests
-        prefix_hash, hasher = _prefix_and_total_hash(digests, entry.count, key)
-        if prefix_hash != entry.content_hash:
-            return None, digests
-        added = whole[entry.count :]
-        return _Extension(
-            entry,
-            added,
-            digests[entry.count :],
-            hasher,
-            rows.activity(added, whole),
-            lambda version: rows.known_after_write(version, whole, digests, hasher, located),
-        ), digests
 
     @contextmanager
     def _forgetting_on_conflict(self, session_id: str) -> Iterator[None]:
@@ -401,118 +321,6 @@ class PostgresStorage(Store):
         except ConflictError:
             self.knowledge.forget(session_id)
             raise
-
-    async def _append_if_unchanged(
-        self,
-        driver: Driver,
-        session_id: str,
-        extension: _Extension,
-        new: rows.Batch,
-        expected: int | None,
-        user_id: str | None,
-    ) -> int | None:
-        """The new version, or None if the session moved on since ``extension.known``."""
-        known = extension.known
-        version = await sql.APPEND_IF_UNCHANGED.fetchval(
-            driver,
-            sid=session_id,
-            known_count=known.count,
-            known_hash=known.content_hash,
-            new_count=(known.count or 0) + len(new.messages),
-            new_hash=extension.hasher.digest(),
-            user_id=user_id,
-            expected=expected,
-            ttl=self.ttl,
-            **extension.activity,
-            **rows.new_message_arrays(new),
-        )
-        return int(version) if version is not None else None
-
-    async def _save_locked(
-        self,
-        driver: Driver,
-        session_id: str,
-        messages: list[Message],
-        digests: list[bytes],
-        expected: int | None,
-        user_id: str | None,
-        key: DataKey | None,
-    ) -> tuple[int, Hasher]:
-        """Write ``messages`` in ``driver``'s transaction; returns (version, hasher)."""
-        target = len(messages)
-        # An expired session is a missing one: its old content goes first.
-        await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
-        stored = None
-        # Lock the row, or create it.  Neither may find it: created concurrently (then wait
-        # for its lock like any other save) and deleted again before that: once more.
-        while stored is None:
-            if expected != NEW_SESSION:
-                stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=expected)
-            if stored is not None:
-                break
-            if expected is not None and expected != NEW_SESSION:
-                raise rules.stale_session(
-                    session_id, await self._current(driver, session_id), expected
-                )
-            stored = await sql.CREATE_SESSION.fetchrow(
-                driver, sid=session_id, empty_hash=rows.hasher(key).digest(), ttl=self.ttl
-            )
-            if stored is None and expected == NEW_SESSION:
-                raise rules.stale_session(
-                    session_id, await self._current(driver, session_id), expected
-                )
-        stored_count = stored["message_count"]
-        prefix_hash, hasher = _prefix_and_total_hash(digests, min(stored_count, target), key)
-        if stored_count <= target and prefix_hash == stored["content_hash"]:
-            start = stored_count  # same prefix, messages appended
-        else:
-            start = await self._first_difference(driver, session_id, digests, stored_count)
-            await sql.DELETE_FROM_POSITION.execute(driver, sid=session_id, start=start)
-        if start < target:
-            new = rows.batch(
-                messages[start:], self.token_counter, self.limits, key, session_id,
-                digests=digests[start:],
-            )  # fmt: skip
-            await sql.INSERT_MESSAGES.execute(
-                driver, sid=session_id, start=start, **rows.new_message_arrays(new)
-            )
-        activity = rows.activity(messages, messages)
-        version = await sql.FINISH_SAVE.fetchval(
-            driver,
-            sid=session_id,
-            old=stored["version"],
-            count=target,
-            hash=hasher.digest(),
-            user_id=user_id,
-            ttl=self.ttl,
-            **activity,
-        )
-        return int(version), hasher
-
-    @staticmethod
-    async def _current(driver: Driver, session_id: str) -> int:
-        return int(await sql.ANY_SESSION_VERSION.fetchval(driver, sid=session_id) or 0)
-
-    async def _first_difference(
-        self, driver: Driver, session_id: str, digests: list[bytes], stored_count: int
-    ) -> int:
-        """Where the stored list and ``digests`` part: a sealed row's digest is the HMAC
-        of the full digest under its own key."""
-        limit = min(stored_count, len(digests))
-        found = await sql.STORED_DIGESTS.fetch(driver, sid=session_id)
-        key_ids = {row["key_id"] for row in found if row["key_id"] is not None}
-        keys = await self._keys_for(key_ids, driver) if key_ids else None
-        for row in found:
-            seq = row["seq"]
-            if seq >= limit:
-                return int(limit)
-            key_id = row["key_id"]
-            if key_id is None:
-                if full_digest(row["digest"], row["metadata"]) != digests[seq]:
-                    return int(seq)
-            elif keys is None or keys[key_id].mac(digests[seq]) != row["digest"]:
-                return int(seq)
-        return limit
 
     # -- append ---------------------------------------------------------------------------------
 
@@ -564,7 +372,7 @@ class PostgresStorage(Store):
                     )
                 else:
                     raise rules.stale_session(
-                        session_id, await self._current(driver, session_id), expected
+                        session_id, await saving.current_version(driver, session_id), expected
                     )
             start, version = int(start), int(version)
             if known is not None and extended is not None and start == known.count:
