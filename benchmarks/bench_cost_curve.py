@@ -35,6 +35,7 @@ from ctxstore.db.engine import create_engine
 from ctxstore.db.roles import derived_role_names
 from ctxstore.models import MESSAGE_FORMAT
 from ctxstore.progress import Progress
+from ctxstore.settings import load_settings
 from ctxstore.storage.postgres import sql
 from ctxstore.tokens import TokenCounter
 
@@ -287,7 +288,7 @@ async def main(large_url: URL) -> None:
     finally:
         server = large_url.set(database="postgres")
         await drop_database(server, small_url.database or "")
-        owner = derived_role_names(small_url.database or "").owner
+        owner = derived_role_names(small_url.database or "", load_settings()).owner
         await drop_roles_with_prefix(server, owner.rsplit("_", 1)[0])
     rows = [
         (

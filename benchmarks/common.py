@@ -20,6 +20,7 @@ from ctxstore.db import migrations
 from ctxstore.db.admin import create_database, drop_database, drop_roles_with_prefix
 from ctxstore.db.engine import normalize_url, redact
 from ctxstore.db.roles import derived_role_names
+from ctxstore.settings import load_settings
 
 BENCH_URL_ENV = "CTXSTORE_BENCH_DATABASE_URL"
 
@@ -45,7 +46,7 @@ def bench_database() -> Iterator[URL]:
     finally:
         asyncio.run(drop_database(server, name))
         # Roles are cluster-wide and named after the database (db/roles.py): drop them too.
-        owner = derived_role_names(name).owner
+        owner = derived_role_names(name, load_settings()).owner
         asyncio.run(drop_roles_with_prefix(server, owner.rsplit("_", 1)[0]))
         if embedded is not None:
             embedded.stop()
