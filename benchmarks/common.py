@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from sqlalchemy import URL
+from sqlalchemy import URL, text
 
 from ctxstore.db import migrations
 from ctxstore.db.admin import create_database, drop_database, drop_roles_with_prefix
@@ -50,6 +50,18 @@ def bench_database() -> Iterator[URL]:
         asyncio.run(drop_roles_with_prefix(server, owner.rsplit("_", 1)[0]))
         if embedded is not None:
             embedded.stop()
+
+
+async def seeded_and_analyzed(storage: Any, sessions: int) -> Any:
+    """``sessions`` sample consultations written through ``storage`` (a PostgresStorage),
+    then ANALYZE, so the reports' plans are those of a table with statistics."""
+    from ctxstore.sample import seed_sample  # noqa: PLC0415
+
+    seeded = await seed_sample(storage, sessions, concurrency=16)
+    async with storage.engine.connect() as conn:
+        await conn.execute(text("ANALYZE"))
+        await conn.commit()
+    return seeded
 
 
 async def raw_connection(url: URL) -> asyncpg.Connection:

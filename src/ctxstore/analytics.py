@@ -1,7 +1,8 @@
 """Reports over consultations, for product and clinical teams.
 
-Every query reads the ``analytics_*`` views (and ``analytics_value_frequencies``) only, so
-the reports run under the analytics role, which reads no message content, summary text,
+Every report is a SECURITY DEFINER function over the ``analytics_*`` views (revision
+0012), so the reports run under the analytics role, on
+PostgreSQL and on Citus alike.  That role reads no message content, summary text,
 profile, user id or session id (revision 0008): consultations are pseudonymous, and a
 free-text value (complaint, body part, symptom, red flag, symptom duration) is counted, and
 shown only when at least ``min_group_size`` consultations have it (default 5; see
@@ -34,105 +35,38 @@ from ctxstore.settings import MIN_GROUP_SIZE_RANGE
 STAGE_ORDER = ("greeting", "collecting_details", "assessing", "advising", "completed")
 
 
-def _window(alias: str) -> str:
-    return f"""(CAST(:since AS timestamptz) IS NULL OR {alias}.first_activity >= :since)
-         AND (CAST(:until AS timestamptz) IS NULL OR {alias}.first_activity < :until)"""
-
-
-_WINDOW = _window("c")
+# Each report is a SECURITY DEFINER function (revision 0012; 0008 for the frequencies):
+# it runs as the owner, so the analytics role needs no privilege on the tables, on
+# PostgreSQL and on Citus alike.
+_WINDOW = "CAST(:since AS timestamptz), CAST(:until AS timestamptz)"
 
 REPORT_SQL: dict[str, str] = {
-    "overview": f"""
-        SELECT count(*) AS consultations,
-               coalesce(sum(c.message_count), 0) AS messages,
-               round(avg(c.turn_count), 2) AS avg_turns,
-               round(avg(c.has_red_flags::int), 4) AS red_flag_rate,
-               round(avg((c.summary_version > 0)::int), 4) AS summarized_share,
-               round((percentile_cont(0.5) WITHIN GROUP
-                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS median_minutes,
-               round((percentile_cont(0.9) WITHIN GROUP
-                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS p90_minutes
-          FROM analytics_consultations AS c
-         WHERE {_WINDOW}""",
-    # The history rows carry the consultation's first activity and whether they are its
-    # current version: no join on pseudonyms.
-    "funnel": f"""
-        SELECT h.stage,
-               count(DISTINCT h.consultation) AS reached,
-               count(DISTINCT h.consultation) FILTER (WHERE h.is_current) AS ended_here
-          FROM analytics_stage_history AS h
-         WHERE {_window("h")}
-         GROUP BY h.stage""",
-    "transitions": f"""
-        SELECT from_stage, to_stage, count(*) AS transitions
-          FROM (SELECT lag(h.stage) OVER (PARTITION BY h.consultation ORDER BY h.version)
-                         AS from_stage,
-                       h.stage AS to_stage
-                  FROM analytics_stage_history AS h
-                 WHERE {_window("h")}) AS steps
-         WHERE from_stage IS DISTINCT FROM to_stage
-         GROUP BY from_stage, to_stage
-         ORDER BY transitions DESC, from_stage NULLS FIRST, to_stage""",
-    "durations": f"""
-        SELECT c.stage AS final_stage,
-               count(*) AS consultations,
-               round((percentile_cont(0.5) WITHIN GROUP
-                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS median_minutes,
-               round((percentile_cont(0.9) WITHIN GROUP
-                      (ORDER BY c.duration_seconds) / 60)::numeric, 1) AS p90_minutes,
-               round(avg(c.turn_count), 2) AS avg_turns
-          FROM analytics_consultations AS c
-         WHERE {_WINDOW}
-         GROUP BY c.stage
-         ORDER BY consultations DESC, c.stage NULLS LAST""",
-    "red-flags": f"""
-        SELECT date_trunc(:bucket, c.first_activity, 'UTC') AS period,
-               count(*) AS consultations,
-               count(*) FILTER (WHERE c.has_red_flags) AS with_red_flags,
-               round(count(*) FILTER (WHERE c.has_red_flags)::numeric / count(*), 4) AS rate
-          FROM analytics_consultations AS c
-         WHERE {_WINDOW}
-         GROUP BY 1 ORDER BY 1""",
+    "overview": f"SELECT * FROM analytics_overview_v1({_WINDOW})",
+    "funnel": f"SELECT * FROM analytics_funnel_v1({_WINDOW})",
+    "transitions": f"SELECT * FROM analytics_transitions_v1({_WINDOW})",
+    "durations": f"SELECT * FROM analytics_durations_v1({_WINDOW})",
+    "red-flags": f"SELECT * FROM analytics_red_flags_v1(:bucket, {_WINDOW})",
 }
 
-#: report: (all-time view, its value column, kind for analytics_value_frequencies).  Each
-#: counts consultations per value and shows a value only for min_group_size or more.
-_FREQUENCY_VIEWS = {
-    "complaints": ("analytics_complaint_frequencies", "chief_complaint", "chief_complaint"),
-    "body-parts": ("analytics_body_part_frequencies", "body_part", "body_part"),
-    "symptoms": ("analytics_symptom_frequencies", "symptom", "symptom"),
-    "red-flag-types": ("analytics_red_flag_frequencies", "red_flag", "red_flag"),
-    "symptom-durations": (
-        "analytics_symptom_duration_frequencies",
-        "symptom_duration",
-        "symptom_duration",
-    ),
+#: report: the kind of value it counts (also its value column).  Each counts consultations
+#: per value and shows a value only for min_group_size or more.
+_FREQUENCIES = {
+    "complaints": "chief_complaint",
+    "body-parts": "body_part",
+    "symptoms": "symptom",
+    "red-flag-types": "red_flag",
+    "symptom-durations": "symptom_duration",
 }
-# A window needs the consultations' free text, which no view shows: the SECURITY DEFINER
-# function counts it for the window and suppresses small counts the same way.
-for _report, (_view, _column, _kind) in _FREQUENCY_VIEWS.items():
+for _report, _kind in _FREQUENCIES.items():
     REPORT_SQL[_report] = f"""
-        SELECT f.value AS {_column}, f.consultations
-          FROM analytics_value_frequencies('{_kind}', CAST(:since AS timestamptz),
-                                           CAST(:until AS timestamptz)) AS f
+        SELECT f.value AS {_kind}, f.consultations
+          FROM analytics_frequencies_v1('{_kind}', {_WINDOW}) AS f
          ORDER BY f.consultations DESC, f.value
          LIMIT :limit"""
 
-# Without --since/--until the aggregate views answer directly.
-ALL_TIME_SQL: dict[str, str] = {
-    "funnel": "SELECT stage, reached, ended_here FROM analytics_stage_funnel",
-    "transitions": """
-        SELECT from_stage, to_stage, transitions FROM analytics_stage_transitions
-         ORDER BY transitions DESC, from_stage NULLS FIRST, to_stage""",
-}
-for _report, (_view, _column, _kind) in _FREQUENCY_VIEWS.items():
-    ALL_TIME_SQL[_report] = f"""
-        SELECT {_column}, consultations FROM {_view}
-         ORDER BY consultations DESC, {_column} LIMIT :limit"""
-
 REPORTS = tuple(REPORT_SQL)
 #: The reports that list free-text values (small counts suppressed).
-FREQUENCY_REPORTS = tuple(_FREQUENCY_VIEWS)
+FREQUENCY_REPORTS = tuple(_FREQUENCIES)
 #: Rows a frequency report may list: far more than anyone reads, so a mistyped limit fails
 #: with a clear error instead of PostgreSQL's (LIMIT is a signed 64-bit integer).
 MAX_LIMIT = 1_000_000
@@ -311,13 +245,11 @@ async def run_report(
     parameters: dict[str, Any] = {"since": since, "until": until}
     if name == "red-flags":
         parameters["bucket"] = per
-    if name in _FREQUENCY_VIEWS:
+    if name in _FREQUENCIES:
         parameters["limit"] = limit
     with translated(f"analytics report {name}"):
         async with engine.connect() as conn:
-            windowed = since is not None or until is not None
-            sql = REPORT_SQL[name] if windowed else ALL_TIME_SQL.get(name, REPORT_SQL[name])
-            result = await conn.execute(text(sql), parameters)
+            result = await conn.execute(text(REPORT_SQL[name]), parameters)
             columns = list(result.keys())
             rows = [tuple(row) for row in result]
     if name == "funnel":
@@ -333,7 +265,9 @@ async def min_group_size(engine: AsyncEngine) -> int:
     owner may read it)."""
     with translated("reading the analytics min group size"):
         async with engine.connect() as conn:
-            value = await conn.execute(text("SELECT min_group_size FROM analytics_suppression"))
+            value = await conn.execute(
+                text("SELECT min_group_size FROM analytics_min_group_size_v1()")
+            )
             return int(value.scalar_one())
 
 

@@ -115,6 +115,21 @@ async def test_every_report_runs_on_the_cluster(database_url: URL) -> None:
         assert json.loads(windowed) == json.loads(all_time), report
 
 
+async def test_an_analytics_login_runs_every_report(
+    database_url: URL, logins: dict[str, URL]
+) -> None:
+    """The de-identified reports as an analyst runs them: a login in the analytics role,
+    which reads the views and nothing under them."""
+    owner, analyst = plain(database_url), plain(logins["analytics"])
+    ctxstore("seed-sample", "--sessions", "12", "--database-url", owner)
+    for report in REPORTS:
+        for window in ((), ("--since", "2020-01-01")):
+            arguments = ("analytics", report, *window, "--format", "json", "--database-url")
+            assert json.loads(ctxstore(*arguments, analyst)) == json.loads(
+                ctxstore(*arguments, owner)
+            ), (report, window)
+
+
 @pytest.fixture
 async def scratch_distributed(citus_cluster: CitusCluster) -> AsyncIterator[URL]:
     """A database of its own, migrated and distributed; dropped after."""

@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ctxstore import Message, PostgresStorage
+from ctxstore.analytics import REPORTS, run_report
 from ctxstore.db import migrations
 from ctxstore.db.admin import quote_identifier
 from ctxstore.db.engine import create_engine
@@ -36,7 +37,8 @@ START = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 # cell the analytics role reads may contain it.
 RARE = "zq"
 
-# What the analytics role may read: exactly these views, and this one function.
+# What the analytics role may read: exactly these views, the frequency function, and the
+# reports (SECURITY DEFINER functions, revision 0012).
 VIEWS = {
     "analytics_consultations",
     "analytics_stage_history",
@@ -53,7 +55,16 @@ VIEWS = {
     "analytics_symptom_duration_frequencies",
     "analytics_suppression",
 }
-FUNCTION = "analytics_value_frequencies(text,timestamp with time zone,timestamp with time zone)"
+WINDOW = "timestamp with time zone,timestamp with time zone"
+FUNCTION = f"analytics_value_frequencies(text,{WINDOW})"
+FUNCTIONS = {
+    FUNCTION,
+    *(f"analytics_{report}_v1({WINDOW})" for report in ("overview", "funnel", "transitions")),
+    f"analytics_durations_v1({WINDOW})",
+    f"analytics_red_flags_v1(text,{WINDOW})",
+    f"analytics_frequencies_v1(text,{WINDOW})",
+    "analytics_min_group_size_v1()",
+}
 KINDS = ("chief_complaint", "body_part", "symptom", "red_flag", "symptom_duration")
 
 
@@ -259,7 +270,7 @@ async def test_the_windowed_counts_suppress_the_same_way(
             """
         )
     )
-    assert set(executable.scalars()) == {FUNCTION}
+    assert set(executable.scalars()) == FUNCTIONS
     # All time, each consultation alone, and windows of growing size.
     windows: list[tuple[datetime | None, datetime | None]] = [(None, None)]
     windows += [(start, start + timedelta(seconds=1)) for start in seeded.starts]
@@ -280,6 +291,26 @@ async def test_the_windowed_counts_suppress_the_same_way(
     assert found["symptom"] == {"swelling"}
     with pytest.raises(DBAPIError, match="unknown kind"):
         await analyst.execute(text("SELECT * FROM analytics_value_frequencies('document')"))
+
+
+async def test_every_report_runs_as_the_role_and_shows_nothing_hidden(seeded: Seeded) -> None:
+    """The reports are functions run as the owner: the analyst gets what the owner gets,
+    all time and over windows, and no id or rare value in any cell."""
+    windows = [(None, None), (START, START + timedelta(hours=20)), (START, None)]
+    owner = create_engine(seeded.url, pooled=False)
+    analyst = create_engine(seeded.login_url, pooled=False)
+    try:
+        for name in REPORTS:
+            for since, until in windows:
+                mine = await run_report(analyst, name, since=since, until=until)
+                theirs = await run_report(owner, name, since=since, until=until)
+                assert (mine.columns, mine.rows) == (theirs.columns, theirs.rows), name
+                assert_clean(name, mine.rows, seeded)
+        overview = await run_report(analyst, "overview")
+        assert overview.rows[0][0] == len(seeded.session_ids)
+    finally:
+        await owner.dispose()
+        await analyst.dispose()
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import Message, PostgresStorage
+from ctxstore import CtxStoreError, Message, PostgresStorage
 from ctxstore.db import migrations
 from ctxstore.db.engine import create_engine
 
@@ -280,3 +282,90 @@ def test_0010_references_keys_from_sealed_rows_and_tolerates_rows_of_destroyed_k
     )
     migrations.upgrade(url, "head")
     asyncio.run(still_readable())
+
+
+WINDOWS = [None, datetime(2020, 1, 1, tzinfo=UTC), datetime(2999, 1, 1, tzinfo=UTC)]
+Answers = dict[tuple[str, object], list[tuple[object, ...]]]
+
+
+async def reports_over_the_views(url: URL) -> Answers:
+    """Every report's SQL as of revision 0011 (the views read directly), for each window."""
+    from ctxstore.analytics import REPORTS  # noqa: PLC0415
+    from tests.analytics_reports_0011 import ALL_TIME_SQL, REPORT_SQL  # noqa: PLC0415
+
+    engine = create_engine(url, pooled=False)
+    found: Answers = {}
+    try:
+        async with engine.connect() as conn:
+            for name in REPORTS:
+                for since in WINDOWS:
+                    sql = ALL_TIME_SQL.get(name, REPORT_SQL[name]) if since is None else None
+                    values = {"since": since, "until": None, "bucket": "day", "limit": 20}
+                    result = await conn.execute(text(sql or REPORT_SQL[name]), values)
+                    found[name, since] = [tuple(row) for row in result]
+    finally:
+        await engine.dispose()
+    return found
+
+
+async def reports(url: URL) -> Answers:
+    """Every report as ``run_report`` runs it, for each window (the funnel's rows without
+    the shares it adds, in name order)."""
+    from ctxstore.analytics import REPORTS, run_report  # noqa: PLC0415
+
+    engine = create_engine(url, pooled=False)
+    found: Answers = {}
+    try:
+        for name in REPORTS:
+            for since in WINDOWS:
+                rows = (await run_report(engine, name, since=since)).rows
+                found[name, since] = sorted(r[:3] for r in rows) if name == "funnel" else rows
+    finally:
+        await engine.dispose()
+    return found
+
+
+async def seed_consultations(url: URL) -> None:
+    state = {"chief_complaint": "膝盖下坠感", "symptoms": ["酸"]}
+    async with PostgresStorage.from_url(url) as storage:
+        for index in range(12):
+            await storage.save(f"c{index}", SEEDED, user_id=f"u{index % 4}")
+            for stage in ("greeting", "assessing", ("advising", "completed")[index % 2]):
+                await storage.save_state(f"c{index}", {**state, "stage": stage})
+
+
+def test_reports_on_data_seeded_at_0011_answer_the_same_through_0012_and_back(
+    empty_database_url: URL,
+) -> None:
+    """0012 makes each report a SECURITY DEFINER function: an analytics login gets from it
+    exactly what the report's SQL over the views gave at 0011, all time and windowed; back
+    at 0011 the functions are gone and the views answer as before."""
+    from tests.integration.test_deidentified_analytics import (  # noqa: PLC0415
+        create_login,
+        drop_login,
+        read_roles,
+    )
+
+    url = empty_database_url
+    migrations.upgrade(url, "0011")
+    asyncio.run(seed_consultations(url))
+    login, password = asyncio.run(create_login(url, asyncio.run(read_roles(url)).analytics))
+    analyst = url.set(username=login, password=password)
+    try:
+        before = asyncio.run(reports_over_the_views(analyst))
+        assert before["complaints", None] == [("膝盖下坠感", 12)]
+        assert before["overview", None][0][0] == 12
+        before["funnel", None] = sorted(before["funnel", None])
+        for since in WINDOWS[1:]:
+            before["funnel", since] = sorted(before["funnel", since])
+        migrations.upgrade(url, "0012")
+        after = asyncio.run(reports(analyst))
+        assert after == before
+        migrations.downgrade(url, "0011")
+        assert asyncio.run(rows(url, "SELECT to_regproc('analytics_overview_v1')")) == [(None,)]
+        with pytest.raises(CtxStoreError):
+            asyncio.run(reports(analyst))
+        migrations.upgrade(url, "head")
+        assert asyncio.run(reports(analyst)) == after
+    finally:
+        asyncio.run(drop_login(url, login))

@@ -261,8 +261,8 @@ def roles_on_every_node(connection: Connection) -> None:
     ``citus.enable_create_role_propagation``) or becomes a dependency of a distributed
     object; one made before the extension or the workers is created here (NOLOGIN, as on
     the coordinator).  Citus reaches the shards over connections in the name of the
-    current user, which inside a SECURITY DEFINER function (``analytics_value_frequencies``)
-    is the owner: NOLOGIN there, it fails with "not permitted to log in" (SQLSTATE 08006).
+    current user, which inside a SECURITY DEFINER function (the analytics reports) is the
+    owner: NOLOGIN there, it fails with "not permitted to log in" (SQLSTATE 08006).
     The owner stays NOLOGIN on the coordinator, where clients connect.
     """
     names = recorded_role_names(connection)

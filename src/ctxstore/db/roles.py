@@ -4,10 +4,10 @@ role may be taken over.
 - owner: owns every ctxstore table, view and function (the migrating user is granted it,
   so a deploy's migrator login can run later DDL);
 - app: the service; exactly the DML it needs on the tables, no DDL, no TRUNCATE;
-- analytics: SELECT on the ``analytics_*`` views (and EXECUTE on
-  ``analytics_value_frequencies``) only: pseudonymous, structured per-consultation rows
-  and free text aggregated with small-cell suppression (revision 0008); nothing on the
-  tables, the pseudonym key or the settings.
+- analytics: SELECT on the ``analytics_*`` views and EXECUTE on the report functions
+  (``analytics_value_frequencies``, revision 0008; ``analytics_*_v1``, 0012) only:
+  pseudonymous, structured per-consultation rows and free text aggregated with small-cell
+  suppression; nothing on the tables, the pseudonym key or the settings.
 
 The roles are NOLOGIN: a deploy grants them to its login users.  Roles are cluster-wide
 while the data is per database, so the names belong to one database:
