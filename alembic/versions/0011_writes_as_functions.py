@@ -126,15 +126,9 @@ BEGIN
                AND (s.expires_at IS NULL OR s.expires_at > now())
             RETURNING s.message_count - v_added, s.version INTO start, version;
             EXIT WHEN FOUND;
-            -- A row this UPDATE didn't see may have committed since: only a row that is
-            -- there and can't take the messages ends the call (the caller reads why); one
-            -- that can is extended on the next turn of the loop.
             IF p_expected IS NOT NULL
-               OR EXISTS (SELECT FROM sessions AS s
-                           WHERE s.session_id = p_session_id
-                             AND (s.message_count + v_added > p_max_messages
-                                  OR s.expires_at <= now())) THEN
-                RETURN;
+               OR EXISTS (SELECT FROM sessions WHERE session_id = p_session_id) THEN
+                RETURN;  -- no fit: the caller reads why
             END IF;
         END IF;
         INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version,
