@@ -29,7 +29,7 @@ SELECT ctxstore_append_if_unchanged_v1(
 
 -- name: append --
 -- A turn's messages at the positions the session row hands out: (start, version), both NULL when the session refused them.
-SELECT ctxstore_append_v2(
+SELECT ctxstore_append_v3(
     :sid, :expected, :user_id, :ttl, :max_messages, :known_count, :known_hash, :added_hash,
     :extended_hash, :turns, :first_ts, :last_ts,
     :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
