@@ -84,11 +84,14 @@ async def logged_store(
     )
     storage = PostgresStorage.from_url(url, settings=settings, encryption=encryption)
     remote = RemoteCommands()
-    # asyncpg's pool removes a connection's log listeners when it comes back: each call's
-    # connection gets this one as it is lent.
-    await storage.watch_connections(
-        lambda connection: connection.add_log_listener(remote), at_every_checkout=True
-    )
+
+    # Each call's connection gets the listener as it is lent, and loses it when it comes
+    # back, so a connection used for something else logs nothing here.
+    def watch(connection: Any) -> Callable[[], None]:
+        connection.add_log_listener(remote)
+        return lambda: connection.remove_log_listener(remote)
+
+    await storage.watch_connections(watch, at_every_checkout=True)
     return storage, remote
 
 

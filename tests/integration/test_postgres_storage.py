@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -267,18 +267,28 @@ async def test_pooled_connections_killed_while_idle_are_replaced(database_url: U
 
 
 async def test_a_checkout_watcher_sees_every_lent_connection(database_url: URL) -> None:
-    """A log listener added at every checkout hears each call's notices, though the pool
-    removes it whenever the connection comes back."""
+    """A log listener added at every checkout hears each call's notices once: what the
+    watcher returns removes it when the connection comes back."""
     notices: list[str] = []
+    undone: list[int] = []
+
+    def watch(connection: Any) -> Callable[[], None]:
+        def listener(_connection: Any, message: Any) -> None:
+            notices.append(message.message)
+
+        connection.add_log_listener(listener)
+
+        def undo() -> None:
+            connection.remove_log_listener(listener)
+            undone.append(1)
+
+        return undo
+
     settings = EngineSettings(pool_size=1)
     async with PostgresStorage.from_url(database_url, settings=settings) as storage:
-        await storage.watch_connections(
-            lambda connection: connection.add_log_listener(
-                lambda _connection, message: notices.append(message.message)
-            ),
-            at_every_checkout=True,
-        )
+        await storage.watch_connections(watch, at_every_checkout=True)
         for number in range(3):
             async with storage.driver() as driver:
                 await driver.execute(f"DO $$ BEGIN RAISE NOTICE 'call {number}'; END $$")
     assert notices == ["call 0", "call 1", "call 2"]
+    assert len(undone) == 3

@@ -1,13 +1,13 @@
-"""Database URLs, the storage's asyncpg pool and SQLAlchemy engines, with production defaults.
+"""Database URLs, the storage's pool and SQLAlchemy engines, with production defaults.
 
-The storage runs every statement on an asyncpg pool (:func:`create_pool`); SQLAlchemy
-engines (:func:`create_engine`) serve migrations, reports and admin code.  Both take
+The storage runs every statement on a pool of asyncpg connections (:func:`create_pool`,
+db/pool.py); SQLAlchemy engines (:func:`create_engine`) serve migrations, reports and
+admin code.  Both take
 their connections' settings from one :class:`EngineSettings`.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import warnings
 import weakref
@@ -20,6 +20,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from ctxstore.db.pool import FairPool
 from ctxstore.errors import ConfigurationError
 from ctxstore.redaction import redact as redact  # noqa: PLC0414 - re-exported (mypy)
 
@@ -157,8 +158,8 @@ class EngineSettings:
     #: Seconds to get a connection once a caller's turn has come (waiting for the turn
     #: is bounded by the storage's operation_timeout).
     pool_timeout: float = 10.0
-    #: A pooled connection idle this long is closed (the storage's asyncpg pool); the
-    #: SQLAlchemy engines recycle a connection this old.
+    #: A pooled connection idle this long is closed at the next checkout (the storage's
+    #: pool); the SQLAlchemy engines recycle a connection this old.
     pool_recycle: float = 1800.0
     connect_timeout: float = 5.0
     command_timeout: float | None = 30.0
@@ -261,18 +262,19 @@ def create_pool(
     settings: EngineSettings | None = None,
     *,
     init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
-) -> asyncpg.Pool:
-    """The storage's asyncpg pool for ``url`` (not yet opened: ``await`` it in the event
-    loop that uses it).  Connections open on first use, up to pool_size + max_overflow.
+) -> FairPool:
+    """The storage's pool for ``url`` (db/pool.py): connections open on first use, up to
+    pool_size + max_overflow, and one idle longer than pool_recycle is closed at the next
+    checkout.
 
     Nothing runs at checkout or at checkin beyond what a call needs: no ping (asyncpg
-    notices a closed socket and the pool reconnects), and at checkin only a rollback of a
-    transaction left open, not asyncpg's default RESET ALL / UNLISTEN round trip (the
-    storage sets nothing beyond a transaction: every SET it runs is SET LOCAL).  asyncpg
-    keeps each connection's prepared statements (statement_cache_size), except behind a
-    transaction pooler (``?pooling=transaction``), where none survives its transaction.
-    Each new connection gets the json/jsonb codecs the SQLAlchemy engines use (JSON text
-    in, parsed values out), then ``init``.
+    notices a closed socket, and a read that meets a dead connection is retried), and at
+    checkin only a rollback of a transaction left open, not a RESET ALL / UNLISTEN round
+    trip (the storage sets nothing beyond a transaction: every SET it runs is SET LOCAL).
+    asyncpg keeps each connection's prepared statements (statement_cache_size), except
+    behind a transaction pooler (``?pooling=transaction``), where none survives its
+    transaction.  Each new connection gets the json/jsonb codecs the SQLAlchemy engines
+    use (JSON text in, parsed values out), then ``init``.
     """
     settings = settings or EngineSettings()
     normalized = normalize_url(url)
@@ -285,16 +287,23 @@ def create_pool(
     cache_size = normalized.query.get("prepared_statement_cache_size")
     if isinstance(cache_size, str) and "statement_cache_size" not in connect_args:
         connect_args["statement_cache_size"] = int(cache_size)
-    size = settings.pool_size + max(settings.max_overflow, 0)
     # The query's options win over the URL's parts (a ?host= socket directory), as in libpq.
     arguments = {**normalized.translate_connect_args(username="user"), **options, **connect_args}
-    return asyncpg.create_pool(
-        **arguments,
-        min_size=0,
-        max_size=size,
-        max_inactive_connection_lifetime=settings.pool_recycle,
-        reset=_keep_session,
-        init=functools.partial(_prepare, init),
+
+    async def connect() -> asyncpg.Connection:
+        connection = await asyncpg.connect(**arguments)
+        try:
+            await _prepare(init, connection)
+        except BaseException:
+            connection.terminate()
+            raise
+        return connection
+
+    return FairPool(
+        connect,
+        max_size=settings.pool_size + max(settings.max_overflow, 0),
+        idle_lifetime=settings.pool_recycle,
+        open_timeout=settings.pool_timeout,
     )
 
 
@@ -319,7 +328,3 @@ async def _prepare(
     )
     if init is not None:
         await init(connection)
-
-
-async def _keep_session(_connection: asyncpg.Connection) -> None:
-    """Checkin without a round trip (asyncpg has already rolled back an open transaction)."""

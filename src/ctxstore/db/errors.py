@@ -21,6 +21,7 @@ from typing import Final
 import asyncpg
 from sqlalchemy import exc as sa_exc
 
+from ctxstore.db.pool import PoolClosedError
 from ctxstore.errors import (
     ConfigurationError,
     ConflictError,
@@ -64,7 +65,7 @@ UNREAD: Final = "unread"
 
 
 #: asyncpg's client-side errors (no SQLSTATE): a connection closed, broken or misused.
-_CLIENT_CONNECTION_ERRORS = asyncpg.InterfaceError | asyncpg.InternalClientError
+_CLIENT_CONNECTION_ERRORS = asyncpg.InterfaceError | asyncpg.InternalClientError | PoolClosedError
 #: asyncpg's errors: the server's (each with a SQLSTATE) and the client's own.
 _DRIVER_ERRORS = asyncpg.PostgresError | _CLIENT_CONNECTION_ERRORS
 

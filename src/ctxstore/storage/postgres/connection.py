@@ -1,4 +1,4 @@
-"""Connections of the PostgreSQL backend: an asyncpg pool served in turn, every call
+"""Connections of the PostgreSQL backend: a pool served in turn (db/pool.py), every call
 bounded in time and translated to ctxstore errors, a read retried on a dead connection."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-import asyncpg
 from sqlalchemy import URL
 
 from ctxstore import telemetry
 from ctxstore.db.engine import EngineSettings, create_pool, normalize_url
 from ctxstore.db.errors import translated
+from ctxstore.db.pool import FairPool
 from ctxstore.errors import StorageTimeoutError, StorageUnavailableError
 from ctxstore.retry import Retry
 from ctxstore.storage.postgres.statement import Driver, Statement
@@ -30,16 +30,14 @@ DEAD_CONNECTION = Retry(
 )
 
 
-class Connections:
-    """The storage's own asyncpg pool, lent first come, first served.
+#: What a checkout watcher may return: called when the connection comes back.
+Undo = Callable[[], None]
 
-    asyncpg's pool queue is not strictly first come, first served: a task that releases
-    a connection and asks again at once takes it before the waiter it woke runs, so under
-    load one caller could be overtaken again and again.  asyncio's semaphore is (a
-    newcomer never overtakes a waiter): callers beyond the pool's size queue in front of
-    it, in order, bounded only by operation_timeout; the pool itself then never makes
-    anyone wait.
-    """
+
+class Connections:
+    """The storage's own pool, lent first come, first served (db/pool.py): callers beyond
+    the pool's size wait in order (for at most operation_timeout, as every call), and
+    opening a connection once a caller's turn has come takes at most pool_timeout."""
 
     def __init__(self, url: URL, settings: EngineSettings, operation_timeout: float) -> None:
         self.url = normalize_url(url)
@@ -53,46 +51,39 @@ class Connections:
         self.waiting = 0
         url = self.url  # no user, password or options in a metric's attributes
         self.pool_name = f"{url.host or 'local'}:{url.port or 5432}/{url.database or ''}"
-        # Opened in the event loop of the first call: asyncpg's pool and the semaphore
+        # Opened in the event loop of the first call: the pool's connections and waiters
         # belong to one loop.
-        self._pool: asyncpg.Pool | None = None
+        self._pool: FairPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._turns = asyncio.Semaphore(1)
-        self._watchers: list[Callable[[Driver], None]] = []
-        self._checkout_watchers: list[Callable[[Driver], None]] = []
+        self._watchers: list[Callable[[Driver], object]] = []
+        self._checkout_watchers: list[Callable[[Driver], Undo | None]] = []
         telemetry.watch_pool(self)
 
     async def watch(
-        self, watcher: Callable[[Driver], None], *, at_every_checkout: bool = False
+        self, watcher: Callable[[Driver], Undo | None], *, at_every_checkout: bool = False
     ) -> None:
         """Call ``watcher`` with every connection opened from now on (a query logger, for
         diagnostics); the connections already open are replaced as they come back.  With
-        ``at_every_checkout``, with every connection lent instead: asyncpg's pool removes
-        a connection's log and notification listeners each time it comes back."""
+        ``at_every_checkout``, with every connection lent instead; what it returns, if
+        anything, is called when the connection comes back (to remove a log listener)."""
         if at_every_checkout:
             self._checkout_watchers.append(watcher)
             return
         self._watchers.append(watcher)
         if self._pool is not None:
-            await self._pool.expire_connections()
+            self._pool.expire()
 
     async def _opened(self, connection: Driver) -> None:
         for watcher in self._watchers:
             watcher(connection)
 
-    async def _open(self) -> asyncpg.Pool:
-        """The pool of the running loop.  Called on first use, or from another loop than
-        the pool's (an adapter's loop replaced after the old one died): the old loop's
+    def _open(self) -> FairPool:
+        """The pool of the running loop.  Made on first use, or from another loop than the
+        pool's (an adapter's loop replaced after the old one died): the old loop's
         connections are left to it, as its transports can't be closed from here."""
-        loop = asyncio.get_running_loop()
-        pool = create_pool(self.url, self.settings, init=self._opened)
-        await pool  # min_size is 0: nothing connects yet, nothing suspends
-        if self._loop is loop and self._pool is not None:  # opened meanwhile
-            await pool.close()
-            return self._pool
-        self._pool, self._loop = pool, loop
-        self._turns = asyncio.Semaphore(pool.get_max_size())
-        return pool
+        self._pool = create_pool(self.url, self.settings, init=self._opened)
+        self._loop = asyncio.get_running_loop()
+        return self._pool
 
     @asynccontextmanager
     async def driver(self) -> AsyncIterator[Driver]:
@@ -100,40 +91,25 @@ class Connections:
         mid-call is terminated, so the pool never hands it out again (it opens another)."""
         pool = self._pool
         if pool is None or self._loop is not asyncio.get_running_loop():
-            pool = await self._open()
-        turns = self._turns
+            pool = self._open()
         self.waiting += 1
         try:
-            await turns.acquire()
+            connection = await pool.acquire()  # without a wait when one is idle
         finally:
             self.waiting -= 1
         self.in_use += 1
+        undo = [done for watch in self._checkout_watchers if (done := watch(connection))]
         try:
-            async with asyncio.timeout(self.settings.pool_timeout):
-                connection = await pool.acquire()
-        except BaseException:
-            self._give_back(turns)
+            yield connection
+        except BaseException as error:
+            if connection.is_closed() or isinstance(error, asyncio.CancelledError | TimeoutError):
+                connection.terminate()
             raise
-        try:
-            try:
-                for watcher in self._checkout_watchers:
-                    watcher(connection)
-                yield connection
-            except BaseException as error:
-                if connection.is_closed() or isinstance(
-                    error, asyncio.CancelledError | TimeoutError
-                ):
-                    connection.terminate()
-                raise
         finally:
-            try:
-                await pool.release(connection)
-            finally:
-                self._give_back(turns)
-
-    def _give_back(self, turns: asyncio.Semaphore) -> None:
-        self.in_use -= 1
-        turns.release()
+            self.in_use -= 1
+            for done in undo:
+                done()
+            await pool.release(connection)
 
     async def close(self) -> None:
         """Close the pool's connections (those of another loop are left to it)."""

@@ -3,7 +3,7 @@
 Statements are written with ``:name`` parameters and compiled once, at import, to
 asyncpg's ``$n``; a call passes keyword arguments, so no call site depends on parameter
 order, and a missing or unexpected name fails loudly.  They go to a connection of the
-storage's asyncpg pool: a one-statement call is its own transaction, with neither an
+storage's pool: a one-statement call is its own transaction, with neither an
 explicit BEGIN/COMMIT nor any row processing beyond asyncpg's.
 """
 

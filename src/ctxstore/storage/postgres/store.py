@@ -41,7 +41,7 @@ from ctxstore.storage.base import Erased
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
 from ctxstore.storage.postgres import documents, rows, saving, sql
-from ctxstore.storage.postgres.connection import Connections
+from ctxstore.storage.postgres.connection import Connections, Undo
 from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
 from ctxstore.storage.postgres.reader import PostgresSessionReader
 from ctxstore.storage.postgres.replica import WrittenMarks, head_of, recorded
@@ -64,7 +64,7 @@ def _connections(
 
 
 class PostgresStorage(Store):
-    """The storage contract on PostgreSQL, on an asyncpg pool.
+    """The storage contract on PostgreSQL, on a pool of asyncpg connections.
 
     ``save`` keeps full-overwrite semantics but writes only the difference.  The sessions
     row holds a hash of the stored list, so "same messages plus a new turn" is recognised
@@ -99,7 +99,7 @@ class PostgresStorage(Store):
         read_engine: AsyncEngine | None = None,
         settings: EngineSettings | None = None,
     ) -> None:
-        """The storage's calls run on an asyncpg pool of its own, opened from ``engine``'s
+        """The storage's calls run on a pool of its own (db/pool.py), opened from ``engine``'s
         URL with ``settings`` (by default those ``engine`` was created with, see
         ctxstore.create_engine) and closed by ``close()``.  ``engine`` itself serves
         reports and admin code (``storage.engine``); it is disposed by ``close()`` only
@@ -214,12 +214,12 @@ class PostgresStorage(Store):
                     await self._read_engine.dispose()
 
     async def watch_connections(
-        self, watcher: Callable[[Driver], None], *, at_every_checkout: bool = False
+        self, watcher: Callable[[Driver], Undo | None], *, at_every_checkout: bool = False
     ) -> None:
         """Call ``watcher`` with each asyncpg connection the storage opens from now on
         (diagnostics, e.g. ``connection.add_query_logger``); with ``at_every_checkout``,
-        each time one is lent (for ``add_log_listener``, which the pool removes when the
-        connection comes back)."""
+        each time one is lent, and what it returns, if anything, when the connection comes
+        back (e.g. a lambda removing the log listener it added)."""
         await self._connections.watch(watcher, at_every_checkout=at_every_checkout)
 
     def driver(self) -> AbstractAsyncContextManager[Driver]:
