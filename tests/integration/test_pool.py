@@ -138,3 +138,84 @@ async def test_closing_refuses_waiters_and_later_callers(database_url: URL) -> N
         await pool.acquire()
     await pool.release(held)  # a connection lent before the close is closed as it returns
     assert held.is_closed() and pool.size == 0
+
+
+async def test_no_slot_is_lost_to_callers_that_give_up_or_break_connections(
+    database_url: URL,
+) -> None:
+    """64 callers on 3 connections for 2 s: some give up waiting, some are cancelled
+    mid-statement, some break their connection.  Afterwards every slot is accounted for
+    and the pool still lends."""
+    pool, opened = pool_on(database_url, 3)
+    stats = {"served": 0, "gave_up": 0, "cancelled": 0, "broken": 0}
+    deadline = asyncio.get_running_loop().time() + 2.0
+
+    async def caller(number: int) -> None:
+        turn = 0
+        while asyncio.get_running_loop().time() < deadline:
+            turn += 1
+            try:
+                connection = await asyncio.wait_for(pool.acquire(), 0.002 * (number % 7 + 1))
+            except TimeoutError:
+                stats["gave_up"] += 1
+                continue
+            try:
+                if (number + turn) % 11 == 0:
+                    connection.terminate()
+                    stats["broken"] += 1
+                elif (number + turn) % 13 == 0:
+                    try:
+                        await asyncio.wait_for(connection.execute("SELECT pg_sleep(0.05)"), 0.001)
+                    except TimeoutError:
+                        connection.terminate()  # as the storage does after a cancelled call
+                        stats["cancelled"] += 1
+                else:
+                    assert await connection.fetchval("SELECT $1::int", turn) == turn
+                    stats["served"] += 1
+            finally:
+                await pool.release(connection)
+
+    await asyncio.gather(*(caller(number) for number in range(64)))
+    print(stats, f"{len(opened)} connections opened")
+    assert stats["served"] > 100 and stats["gave_up"] > 0 and stats["broken"] > 0
+    assert pool.size == pool.idle <= 3
+    lent = [await asyncio.wait_for(pool.acquire(), 2) for _ in range(3)]
+    assert len({id(connection) for connection in lent}) == 3
+    for connection in lent:
+        await pool.release(connection)
+    await pool.close()
+    assert pool.size == 0
+
+
+async def test_a_freed_slot_goes_to_the_waiter_not_to_a_newcomer(database_url: URL) -> None:
+    """A broken connection's slot passes to the oldest waiter: a caller asking after it
+    waits its turn, and the pool never holds more than max_size connections."""
+    pool, opened = pool_on(database_url, 1)
+    held = await pool.acquire()
+    waiter = asyncio.create_task(pool.acquire())
+    await asyncio.sleep(0.05)
+    held.terminate()
+    await pool.release(held)
+    newcomer = asyncio.create_task(pool.acquire())
+    served = await asyncio.wait_for(waiter, 2)
+    await asyncio.sleep(0.05)
+    assert not newcomer.done() and pool.size == 1
+    await pool.release(served)
+    assert await asyncio.wait_for(newcomer, 2) is served and len(opened) == 2
+    await pool.release(served)
+    await pool.close()
+
+
+async def test_a_connection_handed_to_a_waiter_cancelled_after_close_is_closed(
+    database_url: URL,
+) -> None:
+    pool, _opened = pool_on(database_url, 1)
+    held = await pool.acquire()
+    waiter = asyncio.create_task(pool.acquire())
+    await asyncio.sleep(0.05)
+    await pool.release(held)  # handed to the waiter, which has not run yet
+    await pool.close()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert held.is_closed() and pool.size == 0 and pool.idle == 0

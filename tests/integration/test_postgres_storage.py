@@ -292,3 +292,21 @@ async def test_a_checkout_watcher_sees_every_lent_connection(database_url: URL) 
                 await driver.execute(f"DO $$ BEGIN RAISE NOTICE 'call {number}'; END $$")
     assert notices == ["call 0", "call 1", "call 2"]
     assert len(undone) == 3
+
+
+async def test_a_checkout_watcher_that_fails_costs_no_connection(database_url: URL) -> None:
+    """A watcher raising at checkout fails that call only: the connection goes back."""
+    failures = iter([True, False, False])
+
+    def watch(_connection: Any) -> None:
+        if next(failures, False):
+            raise RuntimeError("watcher failed")
+
+    settings = EngineSettings(pool_size=1, pool_timeout=1.0)
+    async with PostgresStorage.from_url(database_url, settings=settings) as storage:
+        storage.operation_timeout = 2.0
+        await storage.watch_connections(watch, at_every_checkout=True)
+        with pytest.raises(RuntimeError, match="watcher failed"):
+            await storage.exists("s")
+        assert await storage.exists("s") is False
+        assert await storage.exists("s") is False

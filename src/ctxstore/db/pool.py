@@ -40,7 +40,8 @@ class FairPool:
         self._connect = connect
         self.open_timeout = open_timeout
         self.max_size = max_size
-        self.idle_lifetime = idle_lifetime
+        # SQLAlchemy's pool_recycle=-1 means "never": so does anything not positive here
+        self.idle_lifetime = idle_lifetime if idle_lifetime > 0 else float("inf")
         #: Open connections, lent or idle, plus those being opened.
         self.size = 0
         # Idle connections with the time they came back, most recent last: the next
@@ -80,12 +81,19 @@ class FairPool:
             elif not waiter.cancelled() and waiter.exception() is None:
                 # handed a connection, or a free slot, as this caller gave up: pass it on
                 handed = waiter.result()
-                if handed is not None:
-                    self._pass_on(handed)
+                if handed is None:
+                    self._free_slot()  # the slot reserved for this caller
+                elif self._closed or self._generations.get(id(handed)) != self._generation:
+                    self._discard(handed)
                 else:
-                    self._offer_slot()
+                    self._pass_on(handed)
             raise
-        return given if given is not None else await self._open()
+        if given is not None:
+            return given
+        if self._closed:
+            self._free_slot()
+            raise PoolClosedError("the connection pool was closed")
+        return await self._open(reserved=True)
 
     async def release(self, connection: Connection) -> None:
         """Take a connection back: rolled back if a transaction was left open, then lent
@@ -102,9 +110,11 @@ class FairPool:
                 raise
         stale = self._generations.get(id(connection)) != self._generation
         if self._closed or stale or connection.is_closed():
-            self._forget(connection)
-            if not connection.is_closed():
-                await connection.close(timeout=1)
+            try:
+                if not connection.is_closed():
+                    await connection.close(timeout=1)
+            finally:  # the slot is free once the connection is gone, not before
+                self._discard(connection)
             return
         self._pass_on(connection)
 
@@ -136,15 +146,21 @@ class FairPool:
 
     # -- inside -------------------------------------------------------------------------
 
-    async def _open(self) -> Connection:
-        self.size += 1
+    async def _open(self, reserved: bool = False) -> Connection:
+        if not reserved:
+            self.size += 1
+        generation = self._generation
         try:
             async with asyncio.timeout(self.open_timeout):
                 connection = await self._connect()
         except BaseException:
             self._free_slot()
             raise
-        self._generations[id(connection)] = self._generation
+        if self._closed:  # closed while this connection was being opened
+            connection.terminate()
+            self._free_slot()
+            raise PoolClosedError("the connection pool was closed")
+        self._generations[id(connection)] = generation
         return connection
 
     def _pass_on(self, connection: Connection) -> None:
@@ -167,16 +183,14 @@ class FairPool:
         self._free_slot()
 
     def _free_slot(self) -> None:
-        """A connection is gone: the oldest waiter opens one in its place."""
-        self.size -= 1
-        self._offer_slot()
-
-    def _offer_slot(self) -> None:
+        """A connection is gone: its slot passes to the oldest waiter (which opens one in
+        its place; size unchanged), else it is free."""
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 return
+        self.size -= 1
 
     def _age_out(self, now: float) -> None:
         """Close the coldest idle connection if it has been idle too long (one per

@@ -98,8 +98,11 @@ class Connections:
         finally:
             self.waiting -= 1
         self.in_use += 1
-        undo = [done for watch in self._checkout_watchers if (done := watch(connection))]
+        undo: list[Undo] = []
         try:
+            for watch in self._checkout_watchers:
+                if (done := watch(connection)) is not None:
+                    undo.append(done)
             yield connection
         except BaseException as error:
             if connection.is_closed() or isinstance(error, asyncio.CancelledError | TimeoutError):
@@ -107,9 +110,11 @@ class Connections:
             raise
         finally:
             self.in_use -= 1
-            for done in undo:
-                done()
-            await pool.release(connection)
+            try:
+                for done in undo:
+                    done()
+            finally:
+                await pool.release(connection)
 
     async def close(self) -> None:
         """Close the pool's connections (those of another loop are left to it)."""
