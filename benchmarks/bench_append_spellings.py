@@ -22,17 +22,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import random
-import statistics
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy import URL
 
-from benchmarks.common import append_values, bench_database, raw_connection, table
+from benchmarks.common import (
+    append_values,
+    bench_database,
+    interleaved_medians,
+    raw_connection,
+    table,
+)
 from ctxstore import Message, PostgresStorage
-from ctxstore.progress import Progress
 
 COLUMNS = (
     "seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count,"
@@ -90,26 +92,6 @@ def turn(number: int) -> list[Message]:
         Message(role="assistant", content=f"第{number}条：是否伴随疼痛或肿胀？之前有没有扭伤过？",
                 turn_id=f"n{number}"),
     ]  # fmt: skip
-
-
-async def shuffled_medians(
-    actions: dict[str, Callable[[], Awaitable[Any]]], trials: int
-) -> dict[str, float]:
-    """Median µs of each action, every round in a new shuffled order."""
-    samples: dict[str, list[float]] = {name: [] for name in actions}
-    progress = Progress("rounds", trials)
-    for round_number in range(-50, trials):  # 50 rounds of warm-up
-        names = list(actions)
-        random.shuffle(names)
-        for name in names:
-            started = time.perf_counter()
-            await actions[name]()
-            if round_number >= 0:
-                samples[name].append((time.perf_counter() - started) * 1e6)
-        if round_number >= 0:
-            progress.advance()
-    progress.finish()
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def main(url: URL, trials: int) -> None:
@@ -174,14 +156,16 @@ async def main(url: URL, trials: int) -> None:
                 },
                 "2 rows as VALUES, bare copy": two_values,
             }
-            medians = await shuffled_medians(actions, trials)
+            medians = await interleaved_medians(
+                actions, trials, warmup=50, shuffled=True, progress="rounds"
+            )
         finally:
             await raw.close()
     floor = medians["floor: prepared 1-row INSERT"]
     v2 = medians["SELECT ctxstore_append_v2(...)"]
     rows = [
-        (name, f"{us:,.0f}", f"{us / floor:.2f}x", f"{us / v2:.2f}x")
-        for name, us in medians.items()
+        (name, f"{ms * 1000:,.0f}", f"{ms / floor:.2f}x", f"{ms / v2:.2f}x")
+        for name, ms in medians.items()
     ]
     print(f"\none turn (2 messages, 1,000 stored), median of {trials}, interleaved")
     print(table(rows, ("spelling", "µs", "/ floor", "/ v2")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import statistics
 import tempfile
 import time
@@ -20,6 +21,7 @@ from ctxstore.db import migrations
 from ctxstore.db.admin import create_database, drop_database, drop_roles_with_prefix
 from ctxstore.db.engine import normalize_url, redact
 from ctxstore.db.roles import derived_role_names
+from ctxstore.progress import Progress
 from ctxstore.settings import load_settings
 
 BENCH_URL_ENV = "CTXSTORE_BENCH_DATABASE_URL"
@@ -88,9 +90,15 @@ async def median_ms(action: Callable[[], Awaitable[object]], trials: int, warmup
 
 
 async def interleaved_medians(
-    actions: dict[str, Callable[[], Awaitable[object]]], trials: int, warmup: int = 5
+    actions: dict[str, Callable[[], Awaitable[object]]],
+    trials: int,
+    warmup: int = 5,
+    *,
+    shuffled: bool = False,
+    progress: str | None = None,
 ) -> dict[str, float]:
-    """Median milliseconds per action, running the actions round-robin.
+    """Median milliseconds per action, running the actions round-robin (``shuffled``:
+    in a new order every round; ``progress``: a bar with that label over the rounds).
 
     Interleaving spreads the machine's noise evenly over everything compared, so the
     ratios between the figures hold even when the absolute numbers drift.
@@ -99,11 +107,19 @@ async def interleaved_medians(
         for action in actions.values():
             await action()
     samples: dict[str, list[float]] = {name: [] for name in actions}
+    bar = Progress(progress, trials) if progress is not None else None
+    names = list(actions)
     for _ in range(trials):
-        for name, action in actions.items():
+        if shuffled:
+            random.shuffle(names)
+        for name in names:
             started = time.perf_counter()
-            await action()
+            await actions[name]()
             samples[name].append(time.perf_counter() - started)
+        if bar is not None:
+            bar.advance()
+    if bar is not None:
+        bar.finish()
     return {name: statistics.median(values) * 1000 for name, values in samples.items()}
 
 

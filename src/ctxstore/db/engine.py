@@ -2,8 +2,7 @@
 
 The storage runs every statement on a pool of asyncpg connections (:func:`create_pool`,
 db/pool.py); SQLAlchemy engines (:func:`create_engine`) serve migrations, reports and
-admin code.  Both take
-their connections' settings from one :class:`EngineSettings`.
+admin code.  Both take their connections' settings from one :class:`EngineSettings`.
 """
 
 from __future__ import annotations

@@ -83,10 +83,10 @@ class FairPool:
                 handed = waiter.result()
                 if handed is None:
                     self._free_slot()  # the slot reserved for this caller
-                elif self._closed or self._generations.get(id(handed)) != self._generation:
-                    self._discard(handed)
-                else:
+                elif self._reusable(handed):
                     self._pass_on(handed)
+                else:
+                    self._discard(handed)
             raise
         if given is not None:
             return given
@@ -108,8 +108,7 @@ class FairPool:
             except BaseException:
                 self._discard(connection)
                 raise
-        stale = self._generations.get(id(connection)) != self._generation
-        if self._closed or stale or connection.is_closed():
+        if not self._reusable(connection):
             try:
                 if not connection.is_closed():
                     await connection.close(timeout=1)
@@ -162,6 +161,14 @@ class FairPool:
             raise PoolClosedError("the connection pool was closed")
         self._generations[id(connection)] = generation
         return connection
+
+    def _reusable(self, connection: Connection) -> bool:
+        """Open, in a pool still open, and made since the latest expire()."""
+        return (
+            not self._closed
+            and not connection.is_closed()
+            and self._generations.get(id(connection)) == self._generation
+        )
 
     def _pass_on(self, connection: Connection) -> None:
         """Lend a connection to the oldest waiter still waiting, else keep it idle."""
