@@ -91,6 +91,14 @@ class ConflictError(CtxStoreError):
         )
 
 
+class SessionOwnerError(ConflictError):
+    """The session belongs to another user; nothing was written.
+
+    A session keeps the user it was first written for, so that erasing that user finds
+    it: a write naming another user is refused, whatever its expected version.
+    """
+
+
 class StorageUnavailableError(CtxStoreError):
     """The storage backend could not be reached or did not answer in time."""
 

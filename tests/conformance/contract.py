@@ -42,6 +42,7 @@ from ctxstore import (
     Message,
     MessageTooLargeError,
     SessionNotFoundError,
+    SessionOwnerError,
     SlidingWindow,
     UserProfile,
     VersionedStorage,
@@ -596,6 +597,46 @@ class VersionedContract(StorageContract):
         assert (again.sessions, again.messages, again.profile) == (0, 0, False)
         with pytest.raises(InvalidInputError):
             await storage.erase_user("")
+
+    async def test_a_session_keeps_the_user_it_was_first_written_for(
+        self, storage: VersionedStorage
+    ) -> None:
+        await storage.save("owned", turn(0), user_id="alice")
+        for write in (
+            lambda: storage.append("owned", turn(1), user_id="mallory"),
+            lambda: storage.append("owned", turn(1), expected_version=1, user_id="mallory"),
+            lambda: storage.save("owned", [*turn(0), *turn(1)], user_id="mallory"),
+            lambda: storage.save("owned", turn(5), user_id="mallory"),
+        ):
+            with pytest.raises(SessionOwnerError, match="belongs to another user") as refused:
+                await write()
+            assert isinstance(refused.value, ConflictError)
+            assert "alice" not in str(refused.value)  # the owner is not told to anyone
+            assert (await storage.load("owned"), await storage.version("owned")) == (turn(0), 1)
+        # Writes naming the owner, or no user, go on; the owner stays.
+        assert await storage.append("owned", turn(1)) == 2
+        assert await storage.append("owned", turn(2), user_id="alice") == 3
+        with pytest.raises(SessionOwnerError):
+            await storage.append("owned", turn(3), user_id="mallory")
+        # A session written without a user is claimed by the first user named.
+        await storage.save("unowned", turn(0))
+        assert await storage.append("unowned", turn(1), user_id="bob") == 2
+        with pytest.raises(SessionOwnerError):
+            await storage.save("unowned", turn(0), user_id="alice")
+        # Deleted, the id is free for anyone.
+        await storage.delete("owned")
+        assert await storage.save("owned", turn(0), user_id="mallory") == 1
+
+    async def test_erasure_finds_a_session_another_user_tried_to_take(
+        self, storage: VersionedStorage
+    ) -> None:
+        await storage.save("taken", turn(0), user_id="erase-me")
+        with pytest.raises(SessionOwnerError):
+            await storage.append("taken", turn(1), user_id="taker")
+        receipt = await storage.erase_user("erase-me")
+        assert (receipt.sessions, receipt.messages) == (1, len(turn(0)))
+        assert not await storage.exists("taken")
+        assert await storage.erase_user("taker") is not None
 
     async def test_a_deleted_profile_is_gone_and_its_sessions_stay(
         self, storage: VersionedStorage

@@ -26,6 +26,7 @@ from ctxstore import (
     MemoryStorage,
     PostgresStorage,
     RedisStorage,
+    SessionOwnerError,
     StorageUnavailableError,
 )
 from ctxstore.storage.journal import Operation
@@ -115,6 +116,18 @@ class TestFallbackDegraded(VersionedContract):
         with pytest.raises(StorageUnavailableError, match="erase_user needs the primary"):
             await storage.erase_user("erase-me")
         assert await storage.load("e1") == turn(0)
+
+    async def test_erasure_finds_a_session_another_user_tried_to_take(
+        self, storage: FallbackStorage
+    ) -> None:
+        """Overrides the contract's: the secondary refuses the other user; the erasure
+        waits for the store of record."""
+        await storage.save("taken", turn(0), user_id="erase-me")
+        with pytest.raises(SessionOwnerError):
+            await storage.append("taken", turn(1), user_id="taker")
+        with pytest.raises(StorageUnavailableError, match="erase_user needs the primary"):
+            await storage.erase_user("erase-me")
+        assert await storage.load("taken") == turn(0)
 
     async def test_the_secondary_serves(self, storage: FallbackStorage) -> None:
         await storage.save("d", turn(0))

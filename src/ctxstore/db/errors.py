@@ -31,6 +31,7 @@ from ctxstore.errors import (
     InvalidInputError,
     SchemaMissingError,
     SessionNotFoundError,
+    SessionOwnerError,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
@@ -58,7 +59,9 @@ _FOREIGN_KEY_VIOLATION = "23503"
 _PROTOCOL_VIOLATION = "08P01"  # PgBouncer: "unsupported startup parameter: ..."
 # fk_<table>_key_id_data_keys (revision 0010): a sealed row whose data key is gone.
 _SEALED_KEY_FK = "_key_id_data_keys"
-_LOGIN_CLASS = "28"  # invalid_authorization_specification, invalid_password
+_LOGIN_CLASS = "28"
+# Raised by the writes of revision 0015: the session belongs to another user.
+_SESSION_OWNER = "CX001"  # invalid_authorization_specification, invalid_password
 
 #: ``current`` of :func:`schema_missing` when the database's revision was not read.
 UNREAD: Final = "unread"
@@ -211,6 +214,12 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
             f"{action}: a data key this write was sealed under was destroyed (its user was "
             "erased) before the write committed; nothing of it was kept",
             sqlstate=code,
+        )
+    if code == _SESSION_OWNER:
+        refused = _server_message(error) or "the session belongs to another user"
+        return SessionOwnerError(
+            f"{action}: {refused}; nothing was written (a session keeps the user it was "
+            "first written for)"
         )
     if code is not None and code.startswith(_LOGIN_CLASS):
         refused = _server_message(error) or "login refused"

@@ -32,6 +32,7 @@ from ctxstore.errors import (
     MigrationError,
     SchemaMissingError,
     SessionNotFoundError,
+    SessionOwnerError,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
@@ -73,6 +74,8 @@ ERROR_TYPES: dict[type[CtxStoreError], ProblemType] = {
     SessionNotFoundError: ProblemType("session-not-found", "Session not found", 404),
     # 412 when the request had a precondition (If-Match, If-None-Match: *), else 409.
     ConflictError: ProblemType("conflict", "Version conflict", 409),
+    # Not a failed precondition: no version would make the write acceptable.
+    SessionOwnerError: ProblemType("session-owner", "Session of another user", 409),
     StorageUnavailableError: ProblemType(
         "storage-unavailable", "Storage unavailable", 503, _UNAVAILABLE
     ),
@@ -186,7 +189,7 @@ def error_response(error: CtxStoreError, *, conditional: bool, retry_after: int)
     headers: dict[str, str] = {}
     extensions: dict[str, Any] = {}
     status = kind.status
-    if isinstance(error, ConflictError):
+    if isinstance(error, ConflictError) and not isinstance(error, SessionOwnerError):
         status = 412 if conditional else 409
         current = error.current_version
         if current is not None:

@@ -108,10 +108,11 @@ class MemoryStorage(Store):
     def _expiry(self) -> float | None:
         return self._clock() + self.ttl.total_seconds() if self.ttl is not None else None
 
-    def _writable(self, session_id: str, expected: int | None) -> _Session:
-        """The live session (created when missing) once the version check passed."""
+    def _writable(self, session_id: str, expected: int | None, user_id: str | None) -> _Session:
+        """The live session (created when missing) once the owner and version checks passed."""
         self._sweep()
         entry = self._live(session_id)
+        rules.check_owner(session_id, entry.user_id if entry else None, user_id)
         current = entry.version if entry else NEW_SESSION
         if expected is not None and expected != current:
             raise rules.stale_session(session_id, current, expected)
@@ -121,10 +122,10 @@ class MemoryStorage(Store):
         return entry
 
     def _wrote(self, entry: _Session, user_id: str | None) -> int:
+        if entry.user_id is None:
+            entry.user_id = user_id
         entry.version += 1
         entry.expires_at = self._expiry()
-        if user_id is not None:
-            entry.user_id = user_id
         return entry.version
 
     def _existing(self, session_id: str) -> _Session:
@@ -144,7 +145,7 @@ class MemoryStorage(Store):
     ) -> int:
         stored = _copies(messages)
         async with self._lock:
-            entry = self._writable(session_id, expected)
+            entry = self._writable(session_id, expected, user_id)
             entry.messages = stored
             return self._wrote(entry, user_id)
 
@@ -155,7 +156,7 @@ class MemoryStorage(Store):
         async with self._lock:
             live = self._live(session_id)
             rules.check_message_count(len(added), self.limits, len(live.messages) if live else 0)
-            entry = self._writable(session_id, expected)
+            entry = self._writable(session_id, expected, user_id)
             entry.messages = [*entry.messages, *added]
             return self._wrote(entry, user_id)
 

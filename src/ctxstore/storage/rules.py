@@ -26,6 +26,7 @@ from ctxstore.errors import (
     InvalidSessionIdError,
     MessageTooLargeError,
     SessionNotFoundError,
+    SessionOwnerError,
     TooManyMessagesError,
 )
 from ctxstore.models import ROLES, ConsultationState, Message, UserProfile
@@ -292,6 +293,21 @@ def _check_document(document: dict[str, Any], kind: str, limits: Limits) -> None
 
 
 # -- rules that depend on what is stored -----------------------------------------------------
+
+
+def check_owner(session_id: str, owner: str | None, user_id: str | None) -> None:
+    """A write naming ``user_id`` to a session recorded for ``owner`` (None: nobody yet)."""
+    if user_id is not None and owner is not None and owner != user_id:
+        raise owned_by_another(session_id)
+
+
+def owned_by_another(session_id: str) -> SessionOwnerError:
+    # The owner is not named: the caller may be anyone who knows the session id.
+    return SessionOwnerError(
+        f"session {session_id!r} belongs to another user; nothing was written (a session "
+        "keeps the user it was first written for)",
+        session_id=session_id,
+    )
 
 
 def stale_session(session_id: str, current: int, expected: int | None) -> ConflictError:

@@ -167,13 +167,20 @@ class LockedSave:
                 raise rules.stale_session(
                     session_id, await current_version(driver, session_id), expected
                 )
+            if user_id is not None:
+                await sql.CLAIM_SESSION_ID.execute(driver, sid=session_id)
             stored = await sql.CREATE_SESSION.fetchrow(
-                driver, sid=session_id, empty_hash=rows.hasher(key).digest(), ttl=self.ttl
+                driver,
+                sid=session_id,
+                user_id=user_id,
+                empty_hash=rows.hasher(key).digest(),
+                ttl=self.ttl,
             )
             if stored is None and expected == NEW_SESSION:
                 raise rules.stale_session(
                     session_id, await current_version(driver, session_id), expected
                 )
+        rules.check_owner(session_id, stored["user_id"], user_id)  # the row is locked
         stored_count = stored["message_count"]
         prefix_hash, hasher = prefix_and_total_hash(digests, min(stored_count, target), key)
         if stored_count <= target and prefix_hash == stored["content_hash"]:

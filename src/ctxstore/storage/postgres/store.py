@@ -35,7 +35,7 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
-from ctxstore.retry import Retry
+from ctxstore.retry import Retry, jittered
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
 from ctxstore.storage.history import History
@@ -52,8 +52,10 @@ from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
 
 #: An erasure meets a write that committed under the user's key after its snapshot:
-#: that commit refused to leave its row keyless and nothing was erased; erase again.
-ERASE_RACE = Retry(DataKeyDestroyedError, attempts=5)
+#: that commit refused to leave its row keyless and nothing was erased; erase again,
+#: after a random pause that grows, so a user opening sessions every few milliseconds
+#: can't keep the erasure from completing (up to 16 tries, about 10 s in all at worst).
+ERASE_RACE = Retry(DataKeyDestroyedError, attempts=16, wait=jittered(0.05, 1.0))
 
 
 def _connections(

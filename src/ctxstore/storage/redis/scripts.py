@@ -40,13 +40,20 @@ local function start_session(now)
   redis.call('HSET', KEYS[3], 'created_at', now)
 end
 
--- A message write sets the TTL of every key of the session.
+-- A write for another user than the one the session keeps (user_id '': names none).
+local function owned_by_another(exists, user_id)
+  if not exists or user_id == '' then return false end
+  local owner = redis.call('HGET', KEYS[3], 'user_id')
+  return owner ~= false and owner ~= user_id
+end
+
+-- A message write sets the TTL of every key of the session; the first user named stays.
 local function wrote(value, count, version, user_id, now, ttl)
   redis.call('SET', KEYS[1], value)
   redis.call('SET', KEYS[2], version)
   redis.call('HSET', KEYS[3], 'count', count, 'bytes', #value)
   redis.call('HSETNX', KEYS[3], 'created_at', now)
-  if user_id ~= '' then redis.call('HSET', KEYS[3], 'user_id', user_id) end
+  if user_id ~= '' then redis.call('HSETNX', KEYS[3], 'user_id', user_id) end
   for i = 1, 6 do
     if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
   end
@@ -60,11 +67,12 @@ end
 """
 
 # ARGV: array, count, expected, user_id ('': none), now, ttl ms (0: none).
-# {1, version} | {0, current}: stale.
+# {1, version} | {0, current}: stale | {-3, 0}: another user's session.
 SAVE = (
     _HELPERS
     + """
 local exists = redis.call('EXISTS', KEYS[1]) == 1
+if owned_by_another(exists, ARGV[4]) then return {-3, 0} end
 local current = version_of(exists)
 if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= current then return {0, current} end
 if not exists then start_session(ARGV[5]) end
@@ -75,7 +83,8 @@ return {1, current + 1}
 
 # ARGV: the new elements joined by commas ('': none), their count, expected, user_id,
 # now, ttl ms, max messages.
-# {1, version} | {0, current}: stale | {-1, 0}: stored value not an array | {-2, stored}: full.
+# {1, version} | {0, current}: stale | {-1, 0}: stored value not an array | {-2, stored}: full
+# | {-3, 0}: another user's session.
 # The message-count limit is checked before the version, as every backend does.
 APPEND = (
     _HELPERS
@@ -86,6 +95,7 @@ if raw then
   stored = message_count(raw)
   if stored == nil then return {-1, 0} end
 end
+if owned_by_another(raw ~= false, ARGV[4]) then return {-3, 0} end
 local added = tonumber(ARGV[2])
 if stored + added > tonumber(ARGV[7]) then return {-2, stored} end
 local current = version_of(raw ~= false)

@@ -115,7 +115,9 @@ class RedisStorage(Store):
                 keys=self.session_keys(session_id),
                 args=scripts.write_args(value, len(messages), expected, user_id, self._ttl_ms),
             )
-        if not accepted:
+        if int(accepted) == -3:
+            raise rules.owned_by_another(session_id)
+        if not int(accepted):
             raise rules.stale_session(session_id, int(version), expected)
         return int(version)
 
@@ -131,6 +133,8 @@ class RedisStorage(Store):
         status, value = int(status), int(value)
         if status == -1:
             raise CorruptDataError("messages: not a JSON array", session_id=session_id)
+        if status == -3:
+            raise rules.owned_by_another(session_id)
         if status == -2:
             rules.check_message_count(len(messages), self.limits, value)
             raise AssertionError("check_message_count raises")  # pragma: no cover

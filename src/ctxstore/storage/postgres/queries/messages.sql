@@ -20,7 +20,7 @@ SELECT version, message_count, NOT (s.expires_at IS NULL OR s.expires_at > now()
 
 -- name: append_if_unchanged --
 -- Save's fast path: the new messages, only if the session holds exactly the list the caller extended (the new version, else NULL).
-SELECT ctxstore_append_if_unchanged_v1(
+SELECT ctxstore_append_if_unchanged_v2(
     :sid, :expected, :user_id, :ttl, :known_count, :known_hash, :new_count, :new_hash,
     :turns, :first_ts, :last_ts,
     :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
@@ -29,7 +29,7 @@ SELECT ctxstore_append_if_unchanged_v1(
 
 -- name: append --
 -- A turn's messages at the positions the session row hands out: (start, version), both NULL when the session refused them.
-SELECT ctxstore_append_v3(
+SELECT ctxstore_append_v4(
     :sid, :expected, :user_id, :ttl, :max_messages, :known_count, :known_hash, :added_hash,
     :extended_hash, :turns, :first_ts, :last_ts,
     :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
@@ -38,16 +38,20 @@ SELECT ctxstore_append_v3(
 
 -- name: lock_session --
 -- Lock session.
-SELECT message_count, content_hash, version FROM sessions
+SELECT message_count, content_hash, version, user_id FROM sessions
  WHERE session_id = :sid AND ((:expected)::bigint IS NULL OR version = :expected)
    FOR UPDATE;
 
+-- name: claim_session_id --
+-- Creators of one session id for a user take turns (as ctxstore_append_v4's do), so only the first claims it.
+SELECT pg_advisory_xact_lock(hashtextextended('ctxstore session ' || :sid, 0));
+
 -- name: create_session --
 -- Create session.
-INSERT INTO sessions (session_id, content_hash, expires_at)
-VALUES (:sid, :empty_hash, now() + (:ttl)::interval)
+INSERT INTO sessions (session_id, user_id, content_hash, expires_at)
+VALUES (:sid, :user_id, :empty_hash, now() + (:ttl)::interval)
 ON CONFLICT (session_id) DO NOTHING
-RETURNING message_count, content_hash, version;
+RETURNING message_count, content_hash, version, user_id;
 
 -- name: any_session_version --
 -- Any session version.

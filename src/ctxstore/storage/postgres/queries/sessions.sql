@@ -7,9 +7,9 @@ SELECT ctxstore_delete_session_v1(:sid, true);
 SELECT ctxstore_delete_session_v1(:sid, false);
 
 -- name: erase_user_sessions --
--- Every session of a user, counted and deleted with everything cascading from it.
+-- Every session of a user or holding a row sealed under its keys, counted and deleted with everything cascading from it.
 SELECT session_ids, messages, summaries, states, state_changes
-  FROM ctxstore_erase_user_sessions_v1(:user_id);
+  FROM ctxstore_erase_user_sessions_v2(:user_id);
 
 -- name: erase_user_profile --
 -- Erase user profile.
