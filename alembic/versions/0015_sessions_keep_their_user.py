@@ -15,10 +15,14 @@ user's key, and the key's deletion failed for good (issue 24).  From this revisi
   claim it.  The locked save checks the same in Python, on the row it has locked.
 - ``ctxstore_erase_user_sessions_v2`` also erases every session holding a row sealed
   under the user's keys, whoever it is recorded for now (sessions re-assigned before this
-  revision), so the keys' deletion no longer fails on them for good.  It keeps v1's lock
-  order (session rows, then keys, as every writer): a session created for the user while
-  it runs can still make the keys' deletion fail at commit, and the caller tries again
-  after a pause (locking the keys first would deadlock with a writer committing).
+  revision), so the keys' deletion no longer fails on them for good.
+- A per-user lock: every write naming a user holds ``pg_advisory_xact_lock_shared`` on
+  the user from its start, the erasure takes it exclusively before anything else, so
+  sessions the user keeps opening no longer make the keys' deletion fail at commit over
+  and over.  The lock order stays user, session rows, keys (locking the keys first would
+  deadlock with a writer that holds its row and checks its key at commit).  On Citus the
+  writes run on the session's worker and the erasure on the coordinator, whose advisory
+  locks are not shared: there the erasure still tries again after a pause.
 
 The previous functions stay until no process of the previous release calls them.
 """
@@ -44,6 +48,11 @@ _MESSAGE_ARGUMENTS = """
         p_seq, p_role, p_content, p_turn_id, p_ts, p_ts_offset, p_name, p_metadata,
         p_digest, p_token_count, p_format_version, p_token_encoding, p_key_id, p_sealed"""
 _SEQUENTIAL = "PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);"
+# Every write naming a user holds the user's lock shared, from its start: an erasure of
+# the user takes it exclusively (see the docstring).
+_SHARE_USER = """IF p_user_id IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || p_user_id, 0));
+    END IF;"""
 # A live session recorded for another user than p_user_id: refused.  Locks the row, so
 # the write that follows sees the same owner.
 _REFUSE_OTHER_OWNER = """
@@ -71,6 +80,7 @@ DECLARE
     v_first timestamptz := coalesce(p_first_ts, now());
     v_last timestamptz := coalesce(p_last_ts, now());
 BEGIN
+    {_SHARE_USER}
     IF p_expected IS DISTINCT FROM 0 THEN
         UPDATE sessions AS s
            SET expires_at = now() + p_ttl,
@@ -131,6 +141,7 @@ DECLARE
     v_version bigint;
     v_last timestamptz := coalesce(p_last_ts, now());
 BEGIN
+    {_SHARE_USER}
     UPDATE sessions AS s
        SET message_count = p_new_count, content_hash = p_new_hash, version = s.version + 1,
            updated_at = now(), user_id = coalesce(s.user_id, p_user_id),
@@ -166,6 +177,9 @@ DECLARE
     v_row record;
 BEGIN
     {_SEQUENTIAL}
+    -- Writers naming the user hold this lock shared from their start: the erasure waits
+    -- for those in flight and holds off new ones, before any row lock (no deadlock).
+    PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore user ' || p_user_id, 0));
     v_keys := ARRAY(SELECT key_id FROM data_keys WHERE owner = 'u:' || p_user_id);
     IF cardinality(v_keys) > 0 THEN
         v_holding := ARRAY(

@@ -153,6 +153,8 @@ class LockedSave:
         """Write ``messages``; returns (version, hasher)."""
         driver = self.driver
         target = len(messages)
+        if user_id is not None:  # before any row lock: the erasure's lock order
+            await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
         # An expired session is a missing one: its old content goes first.
         await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
         stored = None

@@ -42,6 +42,10 @@ SELECT message_count, content_hash, version, user_id FROM sessions
  WHERE session_id = :sid AND ((:expected)::bigint IS NULL OR version = :expected)
    FOR UPDATE;
 
+-- name: share_user_lock --
+-- A write naming a user holds the user's lock shared from its start; an erasure of the user takes it exclusively (revision 0015).
+SELECT pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || :user_id, 0));
+
 -- name: claim_session_id --
 -- Creators of one session id for a user take turns (as ctxstore_append_v4's do), so only the first claims it.
 SELECT pg_advisory_xact_lock(hashtextextended('ctxstore session ' || :sid, 0));
