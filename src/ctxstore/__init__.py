@@ -83,6 +83,7 @@ from ctxstore.tokens import TokenCounter
 if TYPE_CHECKING:
     # What the lazy names below resolve to, for type checkers and IDEs.
     from ctxstore.db.engine import EngineSettings, create_engine
+    from ctxstore.encryption import Encryption, KeyProvider, Keyring
     from ctxstore.storage.fallback import FallbackStorage
     from ctxstore.storage.postgres import PostgresStorage
     from ctxstore.storage.redis import RedisStorage
@@ -90,10 +91,14 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 #: Public name -> the module that defines it, imported on first access: these modules
-#: import SQLAlchemy and asyncpg (or redis), which a MemoryStorage user never needs.
+#: import SQLAlchemy and asyncpg (or redis, or cryptography), which a MemoryStorage user
+#: never needs.
 _LAZY = {
+    "Encryption": "ctxstore.encryption",
     "EngineSettings": "ctxstore.db.engine",
     "FallbackStorage": "ctxstore.storage.fallback",
+    "KeyProvider": "ctxstore.encryption",
+    "Keyring": "ctxstore.encryption",
     "PostgresStorage": "ctxstore.storage.postgres",
     "RedisStorage": "ctxstore.storage.redis",
     "create_engine": "ctxstore.db.engine",
@@ -134,6 +139,7 @@ __all__ = [
     "DataKeyDestroyedError",
     "DatabaseNotFoundError",
     "EmbeddedServerUnavailableError",
+    "Encryption",
     "EncryptionKeyError",
     "EngineSettings",
     "FallbackStorage",
@@ -143,6 +149,8 @@ __all__ = [
     "InvalidInputError",
     "InvalidMessageError",
     "InvalidSessionIdError",
+    "KeyProvider",
+    "Keyring",
     "KnowledgeItem",
     "Limits",
     "MemoryStorage",

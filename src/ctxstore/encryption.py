@@ -10,7 +10,8 @@ text, and confirm a guess of it).
 The master key comes from a ``KeyProvider``: ``Keyring`` takes it from the settings
 (``CTXSTORE_MASTER_KEYS``, or the file ``CTXSTORE_MASTER_KEYS_FILE`` names); a cloud KMS
 is another provider (wrap and unwrap are its Encrypt and Decrypt, the owner its
-encryption context).  This module knows nothing of the database.
+encryption context), named by ``CTXSTORE_KEY_PROVIDER=module:factory`` so every command
+uses it without code.  This module knows nothing of the database.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +35,17 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ctxstore.errors import CorruptDataError, EncryptionKeyError
+from ctxstore.errors import (
+    ConfigurationError,
+    CorruptDataError,
+    CtxStoreError,
+    EncryptionKeyError,
+)
 from ctxstore.settings import Settings, load_settings
 
 MASTER_KEYS_ENV = "CTXSTORE_MASTER_KEYS"
 MASTER_KEYS_FILE_ENV = "CTXSTORE_MASTER_KEYS_FILE"
+KEY_PROVIDER_ENV = "CTXSTORE_KEY_PROVIDER"
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -128,12 +137,23 @@ class Keyring(KeyProvider):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Keyring:
+        """The keys in ``path``, which only its owner may read (as ssh refuses a private
+        key others can read: a key file open to a group leaks every master key)."""
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            with open(path, encoding="utf-8") as keyfile:
+                mode = os.fstat(keyfile.fileno()).st_mode
+                if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+                    raise EncryptionKeyError(
+                        f"the master key file {str(path)!r} is open to its group or others "
+                        f"(mode {stat.filemode(mode)}): run `chmod 600 {path}`"
+                    )
+                text = keyfile.read()
         except OSError as error:
             raise EncryptionKeyError(
                 f"cannot read the master key file {str(path)!r}: {error.strerror}"
             ) from None
+        except UnicodeDecodeError:
+            raise EncryptionKeyError(f"the master key file {str(path)!r} is not UTF-8") from None
         return cls.parse(text, source=str(path))
 
     @staticmethod
@@ -188,11 +208,53 @@ class Encryption:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Encryption:
+        """With the provider ``CTXSTORE_KEY_PROVIDER`` names, else the master keys."""
+        if settings.key_provider is not None:
+            if settings.master_keys is not None or settings.master_keys_file is not None:
+                raise ConfigurationError(
+                    f"{KEY_PROVIDER_ENV} and {MASTER_KEYS_ENV}/{MASTER_KEYS_FILE_ENV} are "
+                    "both set: set one, so it is clear which keys seal the data"
+                )
+            return cls(load_provider(settings.key_provider))
         return cls(Keyring.from_settings(settings))
 
     @classmethod
     def from_environment(cls) -> Encryption:
         return cls(Keyring.from_environment())
+
+
+def load_provider(path: str) -> KeyProvider:
+    """The KeyProvider ``module:factory`` builds (the factory is called with no arguments;
+    a KeyProvider class is a factory too)."""
+    module_name, separator, attribute = path.strip().partition(":")
+    if not separator or not module_name or not attribute:
+        raise ConfigurationError(f"{KEY_PROVIDER_ENV}={path!r} is not module:factory")
+    try:
+        factory = getattr(import_module(module_name), attribute)
+    except ImportError as error:
+        raise ConfigurationError(
+            f"{KEY_PROVIDER_ENV}: cannot import {module_name!r}: {error}"
+        ) from None
+    except AttributeError:
+        raise ConfigurationError(
+            f"{KEY_PROVIDER_ENV}: module {module_name!r} has no {attribute!r}"
+        ) from None
+    if not callable(factory):
+        raise ConfigurationError(f"{KEY_PROVIDER_ENV}: {path!r} is not callable")
+    try:
+        provider = factory()
+    except CtxStoreError:
+        raise
+    except Exception as error:  # the provider's own code: say whose failure it is
+        raise ConfigurationError(
+            f"{KEY_PROVIDER_ENV}: {path!r} failed: {type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(provider, KeyProvider):
+        raise ConfigurationError(
+            f"{KEY_PROVIDER_ENV}: {path!r} returned {type(provider).__name__}, not a "
+            "ctxstore.KeyProvider"
+        )
+    return provider
 
 
 class DataKey:

@@ -107,6 +107,11 @@ class Settings(BaseSettings):
     master_keys_file: str | None = _variable(
         "MASTER_KEYS_FILE", "A file holding the master keys, when CTXSTORE_MASTER_KEYS is unset."
     )
+    key_provider: str | None = _variable(
+        "KEY_PROVIDER",
+        "module:factory of a KeyProvider (e.g. a KMS), called with no arguments; instead of "
+        "the master key variables.",
+    )
     telemetry: bool = _variable(
         "TELEMETRY", "1: OpenTelemetry spans and metrics of storage calls (0/off: none).", False
     )
@@ -149,6 +154,7 @@ class Settings(BaseSettings):
         "migration_lock_timeout",
         "master_keys",
         "master_keys_file",
+        "key_provider",
         "telemetry_key",
         "http_tokens",
         "http_tokens_file",
@@ -261,8 +267,13 @@ class Settings(BaseSettings):
 
     @property
     def encryption_configured(self) -> bool:
-        """Whether a master key is configured (the service then encrypts at rest)."""
-        return self.master_keys is not None or self.master_keys_file is not None
+        """Whether a master key or a key provider is configured (the service then
+        encrypts at rest)."""
+        return (
+            self.master_keys is not None
+            or self.master_keys_file is not None
+            or self.key_provider is not None
+        )
 
     def replaced(self, changes: dict[str, str]) -> Settings:
         """These settings with ``changes`` (field name: text, as in the environment) over

@@ -411,3 +411,64 @@ async def test_delete_and_purge_destroy_a_sessions_own_key(sealed: PostgresStora
     assert report.sessions == 1
     assert [r["owner"] for r in await raw(sealed, owners)] == ["s:kept"]
     assert await sealed.load("kept") == conversation(2, "kept")
+
+
+KMS_MODULE = """
+from ctxstore import KeyProvider, Keyring
+
+RING = Keyring.parse(open(__file__ + ".keys").read())
+
+class FileKms(KeyProvider):
+    current_key_id = RING.current_key_id
+    async def wrap(self, data_key, owner):
+        return await RING.wrap(data_key, owner)
+    async def unwrap(self, master_key_id, wrapped, owner):
+        return await RING.unwrap(master_key_id, wrapped, owner)
+"""
+
+
+async def test_rotate_keys_takes_a_provider_named_in_configuration(
+    database_url: URL, tmp_path: Any
+) -> None:
+    """`ctxstore rotate-keys` with CTXSTORE_KEY_PROVIDER=module:factory and no master key
+    variable: the provider's keys wrap the data keys, no code needed."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    old, new = Keyring.generate_entry("kms-old"), Keyring.generate_entry("kms-new")
+    module = tmp_path / "file_kms.py"
+    module.write_text(KMS_MODULE)
+    (tmp_path / "file_kms.py.keys").write_text(old)
+    async with PostgresStorage.from_url(
+        database_url, encryption=Encryption(Keyring.parse(old))
+    ) as storage:
+        await storage.save("kms-s", conversation(2), user_id="kms-user")
+    (tmp_path / "file_kms.py.keys").write_text(f"{new},{old}")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CTXSTORE_MASTER")}
+    env |= {
+        "CTXSTORE_DATABASE_URL": database_url.render_as_string(False),
+        "CTXSTORE_KEY_PROVIDER": "file_kms:FileKms",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+
+    def rotate() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctxstore.cli", "rotate-keys"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    done = await asyncio.to_thread(rotate)
+    assert done.returncode == 0, done.stdout + done.stderr
+    async with PostgresStorage.from_url(
+        database_url, encryption=Encryption(Keyring.parse(new))
+    ) as storage:
+        masters = await raw(storage, "SELECT DISTINCT master_key_id FROM data_keys")
+        assert [row[0] for row in masters] == ["kms-new"]
+        assert await storage.load("kms-s") == conversation(2)
+    env["CTXSTORE_KEY_PROVIDER"] = "file_kms:nothing"
+    refused = await asyncio.to_thread(rotate)
+    assert refused.returncode != 0
+    assert "has no 'nothing'" in refused.stderr and "Traceback" not in refused.stderr

@@ -108,8 +108,87 @@ def test_keyring_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         Keyring.from_environment()
     path = tmp_path / "keys"
     path.write_text(a + "\n")
+    path.chmod(0o600)
     monkeypatch.setenv("CTXSTORE_MASTER_KEYS_FILE", str(path))
     assert Keyring.from_environment().key_ids == ("a",)
     with pytest.raises(EncryptionKeyError, match="cannot read"):
         Keyring.from_file(tmp_path / "missing")
     assert issubclass(EncryptionKeyError, ConfigurationError)
+
+
+def test_a_key_file_open_to_others_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "keys"
+    path.write_text(Keyring.generate_entry("a") + "\n")
+    for mode in (0o640, 0o604, 0o660):
+        path.chmod(mode)
+        with pytest.raises(EncryptionKeyError, match="chmod 600") as refused:
+            Keyring.from_file(path)
+        assert path.read_text().split(":")[1].strip() not in str(refused.value)
+    path.chmod(0o600)
+    assert Keyring.from_file(path).key_ids == ("a",)
+    path.chmod(0o400)
+    assert Keyring.from_file(path).key_ids == ("a",)
+
+
+PROVIDER_MODULE = """
+import os
+from ctxstore import KeyProvider, Keyring
+
+class CountingKms(KeyProvider):
+    wraps = 0
+    def __init__(self):
+        self._ring = Keyring.parse(os.environ["TEST_KMS_ENTRY"])
+    @property
+    def current_key_id(self):
+        return self._ring.current_key_id
+    async def wrap(self, data_key, owner):
+        type(self).wraps += 1
+        return await self._ring.wrap(data_key, owner)
+    async def unwrap(self, master_key_id, wrapped, owner):
+        return await self._ring.unwrap(master_key_id, wrapped, owner)
+
+def make():
+    return CountingKms()
+
+def broken():
+    raise RuntimeError("no credentials for the KMS")
+
+not_a_provider = dict
+number = 3
+"""
+
+
+def test_a_key_provider_named_in_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxstore import Encryption as Exported  # noqa: PLC0415
+    from ctxstore import KeyProvider as ExportedProvider  # noqa: PLC0415
+    from ctxstore import Keyring as ExportedKeyring  # noqa: PLC0415
+    from ctxstore.encryption import Encryption  # noqa: PLC0415
+    from ctxstore.settings import Settings  # noqa: PLC0415
+
+    assert Exported is Encryption and ExportedKeyring is Keyring
+    (tmp_path / "fake_kms_provider.py").write_text(PROVIDER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TEST_KMS_ENTRY", Keyring.generate_entry("kms-1"))
+    settings = Settings(key_provider="fake_kms_provider:make")
+    assert settings.encryption_configured
+    provider = Encryption.from_settings(settings).provider
+    assert isinstance(provider, ExportedProvider) and type(provider).__name__ == "CountingKms"
+    wrapped = asyncio.run(provider.wrap(b"k" * 32, "u:a"))
+    assert asyncio.run(provider.unwrap(*wrapped, "u:a")) == b"k" * 32
+    assert type(provider).wraps == 1  # type: ignore[attr-defined]
+    refusals = {
+        "fake_kms_provider": "not module:factory",
+        "no_such_module_here:make": "cannot import",
+        "fake_kms_provider:missing": "has no 'missing'",
+        "fake_kms_provider:number": "not callable",
+        "fake_kms_provider:not_a_provider": "returned dict, not a ctxstore.KeyProvider",
+        "fake_kms_provider:broken": "failed: RuntimeError: no credentials",
+    }
+    for path, reason in refusals.items():
+        with pytest.raises(ConfigurationError, match=reason):
+            Encryption.from_settings(Settings(key_provider=path))
+    both = Settings(key_provider="fake_kms_provider:make", master_keys="a:b")
+    with pytest.raises(ConfigurationError, match="both set"):
+        Encryption.from_settings(both)
