@@ -220,7 +220,8 @@ class Encryption:
 
     @classmethod
     def from_environment(cls) -> Encryption:
-        return cls(Keyring.from_environment())
+        """:meth:`from_settings` of the environment's settings (a provider too)."""
+        return cls.from_settings(load_settings())
 
 
 def load_provider(path: str) -> KeyProvider:
