@@ -49,7 +49,11 @@ KEY_PROVIDER_ENV = "CTXSTORE_KEY_PROVIDER"
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
-_SEALED_V1 = b"\x01"  # the first byte of every sealed value: its layout
+# The first byte of every sealed value: its layout.  1: the plaintext as it is (read only,
+# written before padding); 2: its length, the plaintext and zeros up to padded_size().
+_SEALED_V1 = b"\x01"
+_SEALED_V2 = b"\x02"
+SEALED_LAYOUTS = (1, 2)
 _WRAP_AAD = b"ctxstore data key\x00"
 
 
@@ -200,11 +204,22 @@ class Encryption:
 
     ``cache_seconds``: how long a process keeps using an owner's current data key before
     asking the database again (so keys rotated elsewhere are picked up).
+
+
+    ``accept_plaintext``: read rows stored in plaintext as genuine.  Off (the default),
+    a plaintext message, summary, state or profile read with encryption on is
+    ``CorruptDataError``: anyone with write access to the tables, and no key, could have
+    put it there (a forged ``system`` turn is a prompt injection).  Turn it on only while
+    data written before encryption was enabled remains, until ``ctxstore rotate-keys
+    --reencrypt --seal-plaintext`` has sealed it.
     """
 
-    def __init__(self, provider: KeyProvider, *, cache_seconds: float = 60.0) -> None:
+    def __init__(
+        self, provider: KeyProvider, *, cache_seconds: float = 60.0, accept_plaintext: bool = False
+    ) -> None:
         self.provider = provider
         self.cache_seconds = cache_seconds
+        self.accept_plaintext = accept_plaintext
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Encryption:
@@ -215,8 +230,10 @@ class Encryption:
                     f"{KEY_PROVIDER_ENV} and {MASTER_KEYS_ENV}/{MASTER_KEYS_FILE_ENV} are "
                     "both set: set one, so it is clear which keys seal the data"
                 )
-            return cls(load_provider(settings.key_provider))
-        return cls(Keyring.from_settings(settings))
+            provider: KeyProvider = load_provider(settings.key_provider)
+        else:
+            provider = Keyring.from_settings(settings)
+        return cls(provider, accept_plaintext=settings.accept_plaintext)
 
     @classmethod
     def from_environment(cls) -> Encryption:
@@ -272,19 +289,23 @@ class DataKey:
         self.mac_key = _derive(material, b"ctxstore digest v1")
 
     def seal(self, plaintext: bytes, aad: bytes) -> bytes:
+        """Layout 2: the plaintext padded (see padded_size), so the sealed size tells
+        little of the text's."""
         nonce = os.urandom(NONCE_BYTES)
-        return _SEALED_V1 + nonce + self._aead.encrypt(nonce, plaintext, aad)
+        return _SEALED_V2 + nonce + self._aead.encrypt(nonce, pad(plaintext), aad)
 
     def open(self, sealed: bytes, aad: bytes, *, session_id: str | None = None) -> bytes:
         """The plaintext; CorruptDataError if the value was altered or moved elsewhere."""
-        if sealed[:1] != _SEALED_V1:
+        layout = sealed[:1]
+        if layout not in (_SEALED_V2, _SEALED_V1):
             raise CorruptDataError("sealed value of an unknown layout", session_id=session_id)
         try:
-            return self._aead.decrypt(sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :], aad)
-        except InvalidTag:
+            plain = self._aead.decrypt(sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :], aad)
+            return plain if layout == _SEALED_V1 else unpad(plain)
+        except (InvalidTag, ValueError, struct.error):
             raise CorruptDataError(
                 f"sealed value fails its integrity check under data key {self.key_id} "
-                "(altered, or copied from another row)",
+                "(altered, or copied from another row or place)",
                 session_id=session_id,
             ) from None
 
@@ -302,6 +323,15 @@ class DataKey:
         return hmac.new(self.mac_key, data, hashlib.sha256)
 
 
+class OpenedKeys(dict[int, DataKey]):
+    """Unwrapped data keys by id, and the rule a reader applies to plaintext rows
+    (``Encryption.accept_plaintext``)."""
+
+    def __init__(self, accept_plaintext: bool) -> None:
+        super().__init__()
+        self.accept_plaintext = accept_plaintext
+
+
 def _derive(material: bytes, info: bytes) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(material)
 
@@ -310,13 +340,74 @@ def new_data_key() -> bytes:
     return os.urandom(KEY_BYTES)
 
 
-# -- what a sealed row holds ----------------------------------------------------------------
+# -- padding ----------------------------------------------------------------------------------
 
 _LENGTH = struct.Struct(">I")
+MIN_PADDED = 64
+#: Up to this size lengths round up to a power of two; above, by Padmé.
+POWER_OF_TWO_UP_TO = 1024
+
+
+def padded_size(length: int) -> int:
+    """The size a plaintext of ``length`` bytes is padded to.  Short texts (a "yes", a
+    diagnosis) say the most by their length, so up to 1 KiB they round up to a power of
+    two, at least MIN_PADDED (at most 512 bytes added).  Longer ones use Padmé (Nikitin
+    et al., "Reducing Metadata Leakage from Encrypted Files and Communication with
+    PURBs", 2019): the low bits of the length cleared, so at most 12% is added and only
+    O(log log n) bits of the length stay visible."""
+    if length <= MIN_PADDED:
+        return MIN_PADDED
+    if length <= POWER_OF_TWO_UP_TO:
+        return 1 << (length - 1).bit_length()
+    exponent = length.bit_length() - 1
+    low_bits = exponent - exponent.bit_length()
+    mask = (1 << low_bits) - 1
+    return (length + mask) & ~mask
+
+
+def pad(plaintext: bytes) -> bytes:
+    """Its length (4 bytes), the plaintext, then zeros up to padded_size."""
+    framed = len(plaintext) + _LENGTH.size
+    return b"".join((_LENGTH.pack(len(plaintext)), plaintext, bytes(padded_size(framed) - framed)))
+
+
+def unpad(padded: bytes) -> bytes:
+    """pad's plaintext; ValueError if the frame is inconsistent."""
+    (length,) = _LENGTH.unpack_from(padded, 0)
+    if length + _LENGTH.size > len(padded):
+        raise ValueError("padded value is shorter than its length says")
+    return padded[_LENGTH.size : _LENGTH.size + length]
+
+
+# -- what a sealed row holds ----------------------------------------------------------------
 
 
 def message_aad(session_id: str) -> bytes:
+    """Layout 1's associated data: the session only."""
     return b"ctxstore message\x00" + session_id.encode("utf-8", "surrogatepass")
+
+
+def message_aad_prefix(session_id: str) -> bytes:
+    """The start of every layout-2 message's associated data in ``session_id``."""
+    return b"ctxstore message v2\x00" + session_id.encode("utf-8", "surrogatepass")
+
+
+def bound_message_aad(
+    prefix: bytes, role: str, turn_id: str | None, stamp: str | None, offset: int | None
+) -> bytes:
+    """Layout 2's associated data: the session (``prefix``) and the plaintext columns a
+    reader trusts, so a row whose role, turn id or time was changed fails to open.
+    ``stamp``: the instant in UTC as ``datetime.isoformat`` writes it (NUL never occurs
+    in these values: the storage rules refuse it)."""
+    return b"\x00".join(
+        (
+            prefix,
+            role.encode("utf-8", "surrogatepass"),
+            b"-" if turn_id is None else b"+" + turn_id.encode("utf-8", "surrogatepass"),
+            b"-" if stamp is None else stamp.encode(),
+            b"-" if offset is None else str(offset).encode(),
+        )
+    )
 
 
 def document_aad(kind: str, owner_id: str) -> bytes:
@@ -324,28 +415,57 @@ def document_aad(kind: str, owner_id: str) -> bytes:
     return f"ctxstore {kind}\x00".encode() + owner_id.encode("utf-8", "surrogatepass")
 
 
-def pack_message(content: str, metadata: dict[str, Any] | None, core_digest: bytes) -> bytes:
-    """Core digest (32 bytes, so loads need not recompute it), then 0 and the content, or
-    1, the content's length, the content and the metadata JSON."""
+#: The flags byte after a sealed message's core digest.
+HAS_METADATA = 1
+HAS_NAME = 2
+
+
+def pack_message(
+    content: str, metadata: dict[str, Any] | None, core_digest: bytes, name: str | None = None
+) -> bytes:
+    """Core digest (32 bytes, so loads need not recompute it), a flags byte; with a name
+    (HAS_NAME) its length and the name; then the content, or (HAS_METADATA) the content's
+    length, the content and the metadata JSON."""
     text = content.encode("utf-8", "surrogatepass")
-    if not metadata:
-        return core_digest + b"\x00" + text
-    tail = json.dumps(metadata, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return core_digest + b"\x01" + _LENGTH.pack(len(text)) + text + tail
+    flags = 0
+    parts = [core_digest, b""]
+    if name is not None:
+        flags |= HAS_NAME
+        encoded = name.encode("utf-8", "surrogatepass")
+        parts += (_LENGTH.pack(len(encoded)), encoded)
+    if metadata:
+        flags |= HAS_METADATA
+        tail = json.dumps(metadata, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        parts += (_LENGTH.pack(len(text)), text, tail)
+    else:
+        parts.append(text)
+    parts[1] = bytes((flags,))
+    return b"".join(parts)
 
 
-def unpack_message(plain: bytes, session_id: str) -> tuple[str, dict[str, Any] | None, bytes]:
+def unpack_message(
+    plain: bytes, session_id: str
+) -> tuple[str, dict[str, Any] | None, bytes, str | None]:
+    """(content, metadata, core digest, name) of pack_message's bytes."""
     try:
-        if plain[32] == 0:
-            return plain[33:].decode("utf-8", "surrogatepass"), None, plain[:32]
-        (length,) = _LENGTH.unpack_from(plain, 33)
-        end = 37 + length
-        content = plain[37:end].decode("utf-8", "surrogatepass")
-        metadata = json.loads(plain[end:])
+        flags, start, name, metadata = plain[32], 33, None, None
+        if flags & ~(HAS_METADATA | HAS_NAME):
+            raise ValueError(f"unknown flags {flags}")
+        if flags & HAS_NAME:
+            (length,) = _LENGTH.unpack_from(plain, start)
+            start += 4 + length
+            name = plain[start - length : start].decode("utf-8", "surrogatepass")
+        if flags & HAS_METADATA:
+            (length,) = _LENGTH.unpack_from(plain, start)
+            end = start + 4 + length
+            content = plain[start + 4 : end].decode("utf-8", "surrogatepass")
+            metadata = json.loads(plain[end:])
+            if not isinstance(metadata, dict):
+                raise ValueError("its metadata is not an object")
+        else:
+            content = plain[start:].decode("utf-8", "surrogatepass")
     except (IndexError, struct.error, UnicodeDecodeError, ValueError) as error:
         raise CorruptDataError(
             f"sealed message is malformed: {error}", session_id=session_id
         ) from None
-    if not isinstance(metadata, dict):
-        raise CorruptDataError("sealed message metadata is not an object", session_id=session_id)
-    return content, metadata, plain[:32]
+    return content, metadata, plain[:32], name

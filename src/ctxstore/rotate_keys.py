@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxstore.db.errors import translated
@@ -25,10 +25,12 @@ from ctxstore.encryption import (
     DataKey,
     Encryption,
     KeyProvider,
+    bound_message_aad,
     document_aad,
-    message_aad,
+    message_aad_prefix,
     pack_message,
 )
+from ctxstore.errors import CorruptDataError
 from ctxstore.models import full_digest
 from ctxstore.progress import Progress
 from ctxstore.storage.postgres import PostgresStorage, rows, sql
@@ -47,6 +49,9 @@ class RotationReport:
     batches: int = 0
     seconds: float = 0.0
     reencrypt: bool = False
+    #: Sessions and profiles left as they are: they hold plaintext rows the encryption
+    #: refuses (sealing them would make a forged row look genuine), or fail to open.
+    refused: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         text = f"re-wrapped {self.rewrapped:,} data keys under the current master key"
@@ -58,6 +63,12 @@ class RotationReport:
             )
             if self.keys_left:
                 text += f" ({self.keys_left:,} still in use: run again)"
+            if self.refused:
+                shown = ", ".join(self.refused[:5]) + (", ..." if len(self.refused) > 5 else "")
+                text += (
+                    f"; left {len(self.refused):,} unsealed or corrupt as they are ({shown}): "
+                    "plaintext rows are sealed only with --seal-plaintext"
+                )
         return f"{text}, {self.batches:,} batches, {self.seconds:.1f} s"
 
 
@@ -71,7 +82,13 @@ async def rotate_keys(
 ) -> RotationReport:
     report = RotationReport(reencrypt=reencrypt)
     started = time.monotonic()
-    keys = DataKeys(Encryption(encryption.provider, cache_seconds=0.0))
+    keys = DataKeys(
+        Encryption(
+            encryption.provider,
+            cache_seconds=0.0,
+            accept_plaintext=encryption.accept_plaintext,
+        )
+    )
     with translated("rotate-keys"):
         await _rewrap(driver, encryption.provider, batch_size, report, show)
         if reencrypt:
@@ -122,7 +139,10 @@ async def _reencrypt_sessions(
                 sid = session["session_id"]
                 owner = user_owner(session["user_id"]) if session["user_id"] else session_owner(sid)
                 key = await keys.current(driver, owner)
-                report.rows += await _reseal_session(driver, keys, key, sid)
+                try:
+                    report.rows += await _reseal_session(driver, keys, key, sid)
+                except CorruptDataError:
+                    report.refused.append(f"session {sid!r}")
         if not batch:
             break
         after = batch[-1]["session_id"]
@@ -135,19 +155,33 @@ async def _reencrypt_sessions(
 
 
 async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str) -> int:
-    """Seal every message, summary and state row of ``sid`` under ``key``; rows resealed."""
+    """Seal every message, summary and state row of ``sid`` under ``key``; rows resealed.
+    Everything is opened (CorruptDataError: a row the encryption refuses) before the
+    first row is written."""
     found = await sql.SESSION_MESSAGES.fetch(driver, sid=sid)
     opened = rows.open_messages(found, await keys.load(driver, rows.sealed_key_ids(found)), sid)
-    aad, seqs, digests, sealed, full = message_aad(sid), [], [], [], []
+    summaries = await sql.SESSION_SUMMARIES.fetch(driver, sid=sid)
+    loaded = await keys.load(driver, {r["key_id"] for r in summaries if r["key_id"] is not None})
+    texts = [(row, rows.summary_from_row(row, sid, loaded).text) for row in summaries]
+    states = [
+        (write, row, await _document(driver, keys, row, "state", sid))
+        for read, write in sql.STATE_STATEMENTS.values()
+        for row in await read.fetch(driver, sid=sid)
+    ]
+    prefix, seqs, digests, sealed, full = message_aad_prefix(sid), [], [], [], []
     for row in opened:
-        seq, content, metadata, core = row[0], row[2], row[7], row[8]
+        seq, role, turn_id, stamp, offset = row[0], row[1], row[3], row[4], row[5]
+        name, content, metadata, core = row[6], row[2], row[7], row[8]
         if row[9] != 2 or (metadata is not None and not isinstance(metadata, dict)):
             continue  # a legacy row: upgrade-data first, this leaves it as it is
         whole = full_digest(core, metadata)
         full.append(whole)
         seqs.append(seq)
         digests.append(key.mac(whole))
-        sealed.append(key.seal(pack_message(content, metadata, core), aad))
+        aad = bound_message_aad(
+            prefix, role, turn_id, None if stamp is None else stamp.isoformat(), offset
+        )
+        sealed.append(key.seal(pack_message(content, metadata, core, name), aad))
     if seqs:
         await sql.RESEAL_MESSAGES.execute(
             driver, sid=sid, key_id=key.key_id, seqs=seqs, digests=digests, sealed=sealed
@@ -157,28 +191,24 @@ async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str
                 driver, sid=sid, hash=key.hasher(b"".join(full)).digest()
             )
     count = len(seqs)
-    summaries = await sql.SESSION_SUMMARIES.fetch(driver, sid=sid)
-    loaded = await keys.load(driver, {r["key_id"] for r in summaries if r["key_id"] is not None})
-    for row in summaries:
-        text = rows.summary_from_row(row, sid, loaded).text
+    for row, text in texts:
         value = key.seal(text.encode("utf-8", "surrogatepass"), document_aad("summary", sid))
         await sql.RESEAL_SUMMARY.execute(
             driver, sid=sid, version=row["summary_version"], key_id=key.key_id, sealed=value
         )
         count += 1
-    for read, write in sql.STATE_STATEMENTS.values():
-        for row in await read.fetch(driver, sid=sid):
-            document = await _document(driver, keys, row, "state", sid)
-            value = key.seal(document, document_aad("state", sid))
-            await write.execute(
-                driver, sid=sid, version=row["version"], key_id=key.key_id, sealed=value
-            )
-            count += 1
+    for write, row, document in states:
+        value = key.seal(document, document_aad("state", sid))
+        await write.execute(
+            driver, sid=sid, version=row["version"], key_id=key.key_id, sealed=value
+        )
+        count += 1
     return count
 
 
 async def _document(driver: Driver, keys: DataKeys, row: Any, kind: str, owner_id: str) -> bytes:
     if row["key_id"] is None:
+        rows.refuse_plaintext(keys.loaded, kind, owner_id)
         return json.dumps(row["document"], ensure_ascii=False).encode("utf-8")
     old = (await keys.load(driver, {row["key_id"]}))[row["key_id"]]
     session_id = owner_id if kind != "profile" else None
@@ -195,7 +225,11 @@ async def _reencrypt_profiles(
             for row in batch:
                 user_id = row["user_id"]
                 key = await keys.current(driver, user_owner(user_id))
-                document = await _document(driver, keys, row, "profile", user_id)
+                try:
+                    document = await _document(driver, keys, row, "profile", user_id)
+                except CorruptDataError:
+                    report.refused.append(f"profile of {user_id!r}")
+                    continue
                 value = key.seal(document, document_aad("profile", user_id))
                 await sql.RESEAL_PROFILE.execute(
                     driver, user_id=user_id, key_id=key.key_id, sealed=value

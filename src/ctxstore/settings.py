@@ -112,6 +112,12 @@ class Settings(BaseSettings):
         "module:factory of a KeyProvider (e.g. a KMS), called with no arguments; instead of "
         "the master key variables.",
     )
+    accept_plaintext: bool = _variable(
+        "ACCEPT_PLAINTEXT",
+        "1: with encryption on, read plaintext rows as genuine (only while data written "
+        "before encryption remains; `rotate-keys --reencrypt --seal-plaintext` seals it).",
+        False,
+    )
     telemetry: bool = _variable(
         "TELEMETRY", "1: OpenTelemetry spans and metrics of storage calls (0/off: none).", False
     )

@@ -8,14 +8,22 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxstore.encryption import (
+    MIN_PADDED,
     DataKey,
     Keyring,
+    bound_message_aad,
     document_aad,
     message_aad,
+    message_aad_prefix,
     pack_message,
+    pad,
+    padded_size,
     unpack_message,
+    unpad,
 )
 from ctxstore.errors import ConfigurationError, CorruptDataError, EncryptionKeyError
 
@@ -61,8 +69,67 @@ def test_associated_data_binds_the_value_to_its_session() -> None:
 def test_message_payload_round_trip() -> None:
     core = os.urandom(32)
     packed = pack_message("内容\ud800", {"k": ["v", 1]}, core)
-    assert unpack_message(packed, "s") == ("内容\ud800", {"k": ["v", 1]}, core)
-    assert unpack_message(pack_message("", None, core), "s") == ("", None, core)
+    assert unpack_message(packed, "s") == ("内容\ud800", {"k": ["v", 1]}, core, None)
+    assert unpack_message(pack_message("", None, core), "s") == ("", None, core, None)
+    named = pack_message("hi", {"k": 1}, core, "王医生")
+    assert unpack_message(named, "s") == ("hi", {"k": 1}, core, "王医生")
+    assert unpack_message(pack_message("", None, core, ""), "s") == ("", None, core, "")
+    with pytest.raises(CorruptDataError, match="malformed"):
+        unpack_message(core + b"\x04", "s")  # a flag this layout doesn't know
+
+
+def test_a_layout_1_value_still_opens() -> None:
+    """Values sealed before padding (layout 1: nonce, then the bare plaintext) read as
+    they always did."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415
+
+    from ctxstore.encryption import _derive  # noqa: PLC0415
+
+    material, nonce = os.urandom(32), os.urandom(12)
+    data_key = DataKey(1, "u:alice", material)
+    aead = AESGCM(_derive(material, b"ctxstore seal v1"))
+    old = b"\x01" + nonce + aead.encrypt(nonce, b"old text", b"aad")
+    assert data_key.open(old, b"aad") == b"old text"
+    assert data_key.seal(b"new", b"aad")[:1] == b"\x02"
+
+
+@given(st.binary(max_size=5000))
+def test_padding_round_trips_and_hides_the_length(plaintext: bytes) -> None:
+    padded = pad(plaintext)
+    assert unpad(padded) == plaintext
+    assert len(padded) == padded_size(len(plaintext) + 4) >= MIN_PADDED
+    framed = len(plaintext) + 4
+    if framed <= 1024:  # a power of two, at least 64
+        assert len(padded) == max(MIN_PADDED, 1 << (framed - 1).bit_length())
+    else:  # Padme: at most 12% more
+        assert len(padded) <= framed * 1.12
+
+
+def test_padding_puts_texts_of_nearby_lengths_in_one_bucket() -> None:
+    sizes = {len(key().seal(b"x" * length, b"")) for length in range(0, 60)}
+    assert len(sizes) == 1  # 0..59 bytes all seal to 64 + 29
+    assert {padded_size(length) for length in range(65, 129)} == {128}
+    buckets = {padded_size(length) for length in range(3000, 3300)}
+    assert len(buckets) <= 3
+    with pytest.raises(ValueError, match="shorter"):
+        unpad(b"\x00\x00\x01\x00" + bytes(60))
+
+
+def test_a_message_is_bound_to_its_role_turn_and_time() -> None:
+    data_key, prefix = key(), message_aad_prefix("s1")
+    stamp = "2026-11-29T00:15:02.123000+00:00"
+    sealed = data_key.seal(b"text", bound_message_aad(prefix, "user", "t1", stamp, 28800))
+    assert data_key.open(sealed, bound_message_aad(prefix, "user", "t1", stamp, 28800))
+    for changed in (
+        bound_message_aad(prefix, "system", "t1", stamp, 28800),
+        bound_message_aad(prefix, "user", "t2", stamp, 28800),
+        bound_message_aad(prefix, "user", None, stamp, 28800),
+        bound_message_aad(prefix, "user", "t1", stamp.replace("02.", "03."), 28800),
+        bound_message_aad(prefix, "user", "t1", stamp, 0),
+        bound_message_aad(message_aad_prefix("s2"), "user", "t1", stamp, 28800),
+    ):
+        with pytest.raises(CorruptDataError):
+            data_key.open(sealed, changed)
 
 
 def test_digests_and_hashes_are_keyed() -> None:

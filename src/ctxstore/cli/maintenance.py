@@ -11,6 +11,7 @@ from sqlalchemy import URL
 
 from ctxstore.cli.options import Commands, add_database_url, positive_int
 from ctxstore.db.engine import normalize_url
+from ctxstore.errors import ConfigurationError
 from ctxstore.settings import Settings
 from ctxstore.storage.postgres import PostgresStorage
 
@@ -48,7 +49,14 @@ def register(commands: Commands) -> None:
     rotate.add_argument(
         "--reencrypt",
         action="store_true",
-        help="also seal every row again under fresh data keys (plaintext rows too)",
+        help="also seal every row again under fresh data keys",
+    )
+    rotate.add_argument(
+        "--seal-plaintext",
+        action="store_true",
+        help="with --reencrypt, also seal plaintext rows (data written before encryption "
+        "was enabled); without it they are left as they are and listed, since a database "
+        "writer without the keys could have forged them",
     )
     rotate.set_defaults(func=rotate_keys)
 
@@ -117,6 +125,10 @@ def rotate_keys(args: argparse.Namespace, settings: Settings) -> int:
 
     url = database_url(args, settings)
     encryption = Encryption.from_settings(settings)
+    if args.seal_plaintext:
+        if not args.reencrypt:
+            raise ConfigurationError("--seal-plaintext goes with --reencrypt")
+        encryption.accept_plaintext = True
 
     async def run() -> str:
         async with PostgresStorage.from_url(url) as storage:

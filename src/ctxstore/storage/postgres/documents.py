@@ -7,7 +7,7 @@ storage/rules.py builds.
 
 from __future__ import annotations
 
-from ctxstore.encryption import DataKey
+from ctxstore.encryption import DataKey, OpenedKeys
 from ctxstore.errors import SessionNotFoundError
 from ctxstore.models import SUMMARY_FORMAT, ConsultationState, Summary, UserProfile
 from ctxstore.storage import rules
@@ -34,7 +34,10 @@ async def insert_summary(
         **rows.summary_values(text, key, session_id),
     )
     if row[0] is not None:
-        keys = {key.key_id: key} if key is not None else None
+        keys = None
+        if key is not None:  # the row just written, sealed under ``key``
+            keys = OpenedKeys(accept_plaintext=False)
+            keys[key.key_id] = key
         return rows.summary_from_row(
             dict(zip(sql.SUMMARY_COLUMNS, row, strict=True)), session_id, keys
         )

@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ctxstore import telemetry
-from ctxstore.encryption import DataKey, Encryption, KeyProvider, new_data_key
+from ctxstore.encryption import DataKey, Encryption, KeyProvider, OpenedKeys, new_data_key
 from ctxstore.errors import DataKeyDestroyedError, EncryptionKeyError
 from ctxstore.retry import Retry
 from ctxstore.storage.postgres import sql
@@ -35,13 +35,13 @@ class DataKeys:
     def __init__(self, encryption: Encryption) -> None:
         self.provider: KeyProvider = encryption.provider
         self._ttl = encryption.cache_seconds
-        self._by_id: dict[int, DataKey] = {}
+        self._by_id = OpenedKeys(encryption.accept_plaintext)
         self._current: dict[str, tuple[float, DataKey]] = {}
         #: The owner of a session's new rows when a write does not name its user.
         self._session_owners: dict[str, str] = {}
 
     @property
-    def loaded(self) -> dict[int, DataKey]:
+    def loaded(self) -> OpenedKeys:
         return self._by_id
 
     async def unwrap(self, row: Any) -> DataKey:
@@ -93,7 +93,7 @@ class DataKeys:
             self._session_owners[session_id] = owner
         return await self.current(driver, owner)
 
-    async def load(self, driver: Driver, key_ids: Iterable[int]) -> dict[int, DataKey]:
+    async def load(self, driver: Driver, key_ids: Iterable[int]) -> OpenedKeys:
         """Every key of ``key_ids`` unwrapped; EncryptionKeyError naming any that is gone."""
         missing = [key_id for key_id in key_ids if key_id not in self._by_id]
         if missing:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +17,16 @@ from cryptography.exceptions import InvalidTag
 
 from ctxstore.encryption import (
     DataKey,
+    OpenedKeys,
+    bound_message_aad,
     document_aad,
     message_aad,
+    message_aad_prefix,
     pack_message,
     unpack_message,
+    unpad,
 )
-from ctxstore.errors import EncryptionKeyError, InvalidMessageError
+from ctxstore.errors import CorruptDataError, EncryptionKeyError, InvalidMessageError
 from ctxstore.formats.documents import load_profile, load_state, load_summary
 from ctxstore.formats.messages import MESSAGE_COLUMN_ORDER
 from ctxstore.models import (
@@ -49,8 +53,9 @@ from ctxstore.tokens import TokenCounter
 
 EMPTY_HASH = hashlib.sha256(b"").digest()
 
-#: A data key by id: the keys a read needs, loaded beforehand (storage/postgres/keys.py).
-Keys = Mapping[int, DataKey]
+#: A data key by id: the keys a read needs, loaded beforehand (storage/postgres/keys.py),
+#: with the rule for plaintext rows.
+Keys = OpenedKeys
 
 
 def hasher(key: DataKey | None, data: bytes = b"") -> Any:
@@ -63,8 +68,9 @@ def hasher(key: DataKey | None, data: bytes = b"") -> Any:
 class Batch:
     """New messages about to be written, with what every column needs.
 
-    With ``key``, content and metadata are sealed (with the core digest, so loads need
-    not recompute it) and the stored digest is the HMAC of the full digest.
+    With ``key``, content, metadata and name are sealed (with the core digest, so loads
+    need not recompute it), bound to the session, role, turn id and time the row keeps in
+    plaintext, and the stored digest is the HMAC of the full digest.
     """
 
     messages: Sequence[Message]
@@ -79,8 +85,14 @@ def _sealed(b: Batch) -> list[bytes | None]:
     key = b.key
     if key is None:
         return [None] * len(b.messages)
-    aad = message_aad(b.session_id)
-    return [key.seal(pack_message(m.content, m.metadata, m.core_digest()), aad) for m in b.messages]
+    prefix = message_aad_prefix(b.session_id)
+    return [
+        key.seal(
+            pack_message(m.content, m.metadata, m.core_digest(), m.name),
+            bound_message_aad(prefix, m.role, m.turn_id, postgres_timestamp(m.timestamp), offset),
+        )
+        for m, offset in zip(b.messages, _offsets(b), strict=True)
+    ]
 
 
 def _digests(b: Batch) -> list[bytes]:
@@ -105,7 +117,7 @@ MESSAGE_VALUES: dict[str, Callable[[Batch], list[Any]]] = {
     # text, not datetimes: asyncpg sends Go's zero and maximum times as -infinity/infinity
     "ts": lambda b: [postgres_timestamp(m.timestamp) for m in b.messages],
     "ts_offset": _offsets,
-    "name": lambda b: [m.name for m in b.messages],
+    "name": lambda b: [m.name if b.key is None else None for m in b.messages],
     # the connection's jsonb codec takes JSON text; NULL spares decoding {} on every load
     "metadata": lambda b: [
         json.dumps(m.metadata) if m.metadata and b.key is None else None for m in b.messages
@@ -245,52 +257,94 @@ def sealed_key_ids(rows: Sequence[Any]) -> set[int]:
 
 
 def open_messages(rows: Sequence[Any], keys: Keys | None, session_id: str) -> Sequence[Any]:
-    """Message rows with sealed content, metadata and core digest opened (plaintext
-    rows as they are); the result starts with MESSAGE_COLUMN_ORDER, as formats expect."""
+    """Message rows with sealed content, metadata, name and core digest opened (plaintext
+    rows as they are, where the keys accept them); the result starts with
+    MESSAGE_COLUMN_ORDER, as formats expect."""
     if not any(row[KEY_ID] is not None for row in rows):
+        if rows and keys is not None and not keys.accept_plaintext:
+            raise _plaintext_refused(session_id, rows[0][0])
         return rows
     try:
         return _open_fast(rows, keys, session_id)
     except (InvalidTag, ValueError, IndexError):  # say which row failed, and why
         pass
-    aad = message_aad(session_id)
+    prefix, first_aad = message_aad_prefix(session_id), message_aad(session_id)
     opened: list[Any] = []
     for row in rows:
         if row[KEY_ID] is None:
+            if keys is not None and not keys.accept_plaintext:
+                raise _plaintext_refused(session_id, row[0])
             opened.append(row)
             continue
         key = _key(keys, row[KEY_ID], session_id)
-        content, metadata, core = unpack_message(
-            key.open(row[SEALED], aad, session_id=session_id), session_id
+        sealed = row[SEALED]
+        aad = first_aad if sealed[:1] == b"\x01" else _bound_aad(prefix, row)
+        content, metadata, core, name = unpack_message(
+            key.open(sealed, aad, session_id=session_id), session_id
         )
-        opened.append((*row[:2], content, *row[3:7], metadata, core, row[9]))
+        if sealed[:1] == b"\x01":  # layout 1 kept the name in its column
+            name = row[6]
+        opened.append((*row[:2], content, *row[3:6], name, metadata, core, row[9]))
     return opened
+
+
+def _bound_aad(prefix: bytes, row: Any) -> bytes:
+    """A layout-2 message row's associated data, from its plaintext columns."""
+    stamp = row[4]
+    return bound_message_aad(
+        prefix, row[1], row[3], None if stamp is None else stamp.isoformat(), row[5]
+    )
+
+
+def _plaintext_refused(session_id: str, position: int) -> CorruptDataError:
+    return CorruptDataError(
+        "a plaintext message where encryption is on: a database writer without the keys "
+        "may have put it there (Encryption(accept_plaintext=True) reads data written "
+        "before encryption was enabled)",
+        session_id=session_id,
+        position=position,
+    )
 
 
 def _open_fast(rows: Sequence[Any], keys: Keys | None, session_id: str) -> list[Any]:
     """The loop of every sealed load: one decrypt call per row, nothing else re-checked
     (any failure raises, and the careful loop above finds the row)."""
-    aad = message_aad(session_id)
+    prefix, first_aad = message_aad_prefix(session_id), message_aad(session_id)
+    refuse_plaintext = keys is not None and not keys.accept_plaintext
     opened: list[Any] = []
     append = opened.append
     decrypt, last_key = None, None
     for row in rows:
         key_id = row[KEY_ID]
         if key_id is None:
+            if refuse_plaintext:
+                raise ValueError("plaintext")
             append(row)
             continue
         if key_id != last_key:
             decrypt, last_key = _key(keys, key_id, session_id).opener(), key_id
         sealed = row[SEALED]
-        if sealed[0] != 1:
+        layout = sealed[0]
+        if layout == 2:
+            stamp = row[4]
+            aad = bound_message_aad(
+                prefix, row[1], row[3], None if stamp is None else stamp.isoformat(), row[5]
+            )
+            plain = unpad(decrypt(sealed[1:13], sealed[13:], aad))  # type: ignore[misc]
+            name = None
+        elif layout == 1:
+            plain = decrypt(sealed[1:13], sealed[13:], first_aad)  # type: ignore[misc]
+            name = row[6]
+        else:
             raise ValueError("unknown layout")
-        plain = decrypt(sealed[1:13], sealed[13:], aad)  # type: ignore[misc]
         if plain[32] == 0:
             content, metadata = plain[33:].decode("utf-8", "surrogatepass"), None
         else:
-            content, metadata, _ = unpack_message(plain, session_id)
+            content, metadata, _, sealed_name = unpack_message(plain, session_id)
+            if layout == 2:
+                name = sealed_name
         append(
-            (row[0], row[1], content, row[3], row[4], row[5], row[6], metadata, plain[:32], row[9])
+            (row[0], row[1], content, row[3], row[4], row[5], name, metadata, plain[:32], row[9])
         )
     return opened
 
@@ -308,11 +362,12 @@ def _key(keys: Keys | None, key_id: int, session_id: str | None) -> DataKey:
 
 
 def _open_document(row: Any, keys: Keys | None, kind: str, owner_id: str) -> Any:
-    """The row's document: sealed JSON opened, else the stored one."""
+    """The row's document: sealed JSON opened, else the stored one (where accepted)."""
     key_id = row["key_id"]
-    if key_id is None:
-        return row["document"]
     session_id = owner_id if kind != "profile" else None
+    if key_id is None:
+        refuse_plaintext(keys, kind, owner_id)
+        return row["document"]
     key = _key(keys, key_id, session_id)
     plain = key.open(row["sealed"], document_aad(kind, owner_id), session_id=session_id)
     return json.loads(plain)
@@ -328,6 +383,18 @@ def _seal_document(
     return "null", key.key_id, key.seal(text.encode("utf-8"), document_aad(kind, owner_id))
 
 
+def refuse_plaintext(keys: Keys | None, kind: str, owner_id: str) -> None:
+    """CorruptDataError for a plaintext document read where encryption refuses them."""
+    if keys is not None and not keys.accept_plaintext:
+        whose = f"user {owner_id!r}" if kind == "profile" else f"session {owner_id!r}"
+        raise CorruptDataError(
+            f"a plaintext {kind} of {whose} where encryption is on: a database writer "
+            "without the keys may have put it there (Encryption(accept_plaintext=True) "
+            "reads data written before encryption was enabled)",
+            session_id=owner_id if kind != "profile" else None,
+        )
+
+
 def document_key_id(row: Any) -> int | None:
     return row["key_id"] if row is not None else None
 
@@ -338,7 +405,9 @@ def document_key_id(row: Any) -> int | None:
 def summary_from_row(row: Any, session_id: str, keys: Keys | None = None) -> Summary:
     fields = dict(row)
     key_id, sealed = fields.pop("key_id", None), fields.pop("sealed", None)
-    if key_id is not None:
+    if key_id is None:
+        refuse_plaintext(keys, "summary", session_id)
+    else:
         key = _key(keys, key_id, session_id)
         plain = key.open(sealed, document_aad("summary", session_id), session_id=session_id)
         fields["text"] = plain.decode("utf-8", "surrogatepass")

@@ -69,8 +69,8 @@ SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, forma
        key_id, sealed FROM messages WHERE session_id = :sid ORDER BY seq;
 
 -- name: reseal_messages --
--- Re-seal messages.
-UPDATE messages AS t SET content = '', metadata = NULL, digest = m.digest,
+-- Re-seal messages (the name moves inside the sealed value).
+UPDATE messages AS t SET content = '', name = NULL, metadata = NULL, digest = m.digest,
        key_id = :key_id, sealed = m.sealed
   FROM unnest((:seqs)::int[], (:digests)::bytea[], (:sealed)::bytea[]) AS m(seq, digest,
       sealed)
