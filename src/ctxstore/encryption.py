@@ -26,6 +26,7 @@ import stat
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from datetime import datetime
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -392,20 +393,28 @@ def message_aad_prefix(session_id: str) -> bytes:
     return b"ctxstore message v2\x00" + session_id.encode("utf-8", "surrogatepass")
 
 
+_STAMPED = struct.Struct(">di")
+_NO_OFFSET = 0x7FFFFFFF
+
+
 def bound_message_aad(
-    prefix: bytes, role: str, turn_id: str | None, stamp: str | None, offset: int | None
+    prefix: bytes, role: str, turn_id: str | None, stamp: datetime | None, offset: int | None
 ) -> bytes:
     """Layout 2's associated data: the session (``prefix``) and the plaintext columns a
-    reader trusts, so a row whose role, turn id or time was changed fails to open.
-    ``stamp``: the instant in UTC as ``datetime.isoformat`` writes it (NUL never occurs
-    in these values: the storage rules refuse it)."""
-    return b"\x00".join(
+    reader trusts, so a row whose role, turn id or time was changed fails to open.  The
+    time as ``stamp.timestamp()`` (the same for every spelling of one instant, and cheap
+    on the load path) with the UTC offset in seconds kept beside it."""
+    if stamp is None:
+        when = b"N"
+    else:
+        when = b"T" + _STAMPED.pack(stamp.timestamp(), _NO_OFFSET if offset is None else offset)
+    return b"".join(
         (
             prefix,
+            b"\x00",
+            when,
             role.encode("utf-8", "surrogatepass"),
-            b"-" if turn_id is None else b"+" + turn_id.encode("utf-8", "surrogatepass"),
-            b"-" if stamp is None else stamp.encode(),
-            b"-" if offset is None else str(offset).encode(),
+            b"\x00-" if turn_id is None else b"\x00+" + turn_id.encode("utf-8", "surrogatepass"),
         )
     )
 

@@ -25,7 +25,6 @@ from ctxstore.encryption import (
     DataKey,
     Encryption,
     KeyProvider,
-    bound_message_aad,
     document_aad,
     message_aad_prefix,
     pack_message,
@@ -170,17 +169,14 @@ async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str
     ]
     prefix, seqs, digests, sealed, full = message_aad_prefix(sid), [], [], [], []
     for row in opened:
-        seq, role, turn_id, stamp, offset = row[0], row[1], row[3], row[4], row[5]
-        name, content, metadata, core = row[6], row[2], row[7], row[8]
+        seq, name, content, metadata, core = row[0], row[6], row[2], row[7], row[8]
         if row[9] != 2 or (metadata is not None and not isinstance(metadata, dict)):
             continue  # a legacy row: upgrade-data first, this leaves it as it is
         whole = full_digest(core, metadata)
         full.append(whole)
         seqs.append(seq)
         digests.append(key.mac(whole))
-        aad = bound_message_aad(
-            prefix, role, turn_id, None if stamp is None else stamp.isoformat(), offset
-        )
+        aad = rows.bound_aad_of_row(prefix, row, sid)
         sealed.append(key.seal(pack_message(content, metadata, core, name), aad))
     if seqs:
         await sql.RESEAL_MESSAGES.execute(

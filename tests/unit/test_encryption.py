@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -117,14 +118,19 @@ def test_padding_puts_texts_of_nearby_lengths_in_one_bucket() -> None:
 
 def test_a_message_is_bound_to_its_role_turn_and_time() -> None:
     data_key, prefix = key(), message_aad_prefix("s1")
-    stamp = "2026-11-29T00:15:02.123000+00:00"
+    stamp = datetime(2026, 11, 29, 8, 15, 2, 123000, tzinfo=timezone(timedelta(hours=8)))
+    same_instant = stamp.astimezone(UTC)  # as PostgreSQL hands it back
+    assert bound_message_aad(prefix, "user", "t1", stamp, 28800) == bound_message_aad(
+        prefix, "user", "t1", same_instant, 28800
+    )
     sealed = data_key.seal(b"text", bound_message_aad(prefix, "user", "t1", stamp, 28800))
     assert data_key.open(sealed, bound_message_aad(prefix, "user", "t1", stamp, 28800))
     for changed in (
         bound_message_aad(prefix, "system", "t1", stamp, 28800),
         bound_message_aad(prefix, "user", "t2", stamp, 28800),
         bound_message_aad(prefix, "user", None, stamp, 28800),
-        bound_message_aad(prefix, "user", "t1", stamp.replace("02.", "03."), 28800),
+        bound_message_aad(prefix, "user", "t1", stamp + timedelta(microseconds=1), 28800),
+        bound_message_aad(prefix, "user", "t1", None, 28800),
         bound_message_aad(prefix, "user", "t1", stamp, 0),
         bound_message_aad(message_aad_prefix("s2"), "user", "t1", stamp, 28800),
     ):

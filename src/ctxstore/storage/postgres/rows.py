@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,6 @@ from ctxstore.encryption import (
     message_aad_prefix,
     pack_message,
     unpack_message,
-    unpad,
 )
 from ctxstore.errors import CorruptDataError, EncryptionKeyError, InvalidMessageError
 from ctxstore.formats.documents import load_profile, load_state, load_summary
@@ -52,6 +52,7 @@ from ctxstore.timestamps import activity_time, postgres_timestamp
 from ctxstore.tokens import TokenCounter
 
 EMPTY_HASH = hashlib.sha256(b"").digest()
+unpack_length = struct.Struct(">I").unpack_from
 
 #: A data key by id: the keys a read needs, loaded beforehand (storage/postgres/keys.py),
 #: with the rule for plaintext rows.
@@ -89,7 +90,7 @@ def _sealed(b: Batch) -> list[bytes | None]:
     return [
         key.seal(
             pack_message(m.content, m.metadata, m.core_digest(), m.name),
-            bound_message_aad(prefix, m.role, m.turn_id, postgres_timestamp(m.timestamp), offset),
+            bound_message_aad(prefix, m.role, m.turn_id, m.timestamp, offset),
         )
         for m, offset in zip(b.messages, _offsets(b), strict=True)
     ]
@@ -278,7 +279,7 @@ def open_messages(rows: Sequence[Any], keys: Keys | None, session_id: str) -> Se
             continue
         key = _key(keys, row[KEY_ID], session_id)
         sealed = row[SEALED]
-        aad = first_aad if sealed[:1] == b"\x01" else _bound_aad(prefix, row)
+        aad = first_aad if sealed[:1] == b"\x01" else bound_aad_of_row(prefix, row, session_id)
         content, metadata, core, name = unpack_message(
             key.open(sealed, aad, session_id=session_id), session_id
         )
@@ -288,12 +289,17 @@ def open_messages(rows: Sequence[Any], keys: Keys | None, session_id: str) -> Se
     return opened
 
 
-def _bound_aad(prefix: bytes, row: Any) -> bytes:
-    """A layout-2 message row's associated data, from its plaintext columns."""
-    stamp = row[4]
-    return bound_message_aad(
-        prefix, row[1], row[3], None if stamp is None else stamp.isoformat(), row[5]
-    )
+def bound_aad_of_row(prefix: bytes, row: Any, session_id: str) -> bytes:
+    """A layout-2 message row's associated data, from its plaintext columns (a time
+    that isn't one, e.g. a naive infinity put there, can't be bound: the row is corrupt)."""
+    try:
+        return bound_message_aad(prefix, row[1], row[3], row[4], row[5])
+    except (ValueError, OverflowError, OSError, TypeError, struct.error) as error:
+        raise CorruptDataError(
+            f"sealed message has a bad timestamp or offset: {error}",
+            session_id=session_id,
+            position=row[0],
+        ) from None
 
 
 def _plaintext_refused(session_id: str, position: int) -> CorruptDataError:
@@ -326,26 +332,25 @@ def _open_fast(rows: Sequence[Any], keys: Keys | None, session_id: str) -> list[
         sealed = row[SEALED]
         layout = sealed[0]
         if layout == 2:
-            stamp = row[4]
-            aad = bound_message_aad(
-                prefix, row[1], row[3], None if stamp is None else stamp.isoformat(), row[5]
-            )
-            plain = unpad(decrypt(sealed[1:13], sealed[13:], aad))  # type: ignore[misc]
-            name = None
+            aad = bound_message_aad(prefix, row[1], row[3], row[4], row[5])
+            plain = decrypt(sealed[1:13], sealed[13:], aad)  # type: ignore[misc]
+            # pad()'s frame, read in place: its length, then pack_message's bytes
+            end = 4 + unpack_length(plain, 0)[0]
+            if plain[36] == 0:
+                content, metadata, name = plain[37:end].decode("utf-8", "surrogatepass"), None, None
+                core = plain[4:36]
+            else:
+                content, metadata, core, name = unpack_message(plain[4:end], session_id)
         elif layout == 1:
             plain = decrypt(sealed[1:13], sealed[13:], first_aad)  # type: ignore[misc]
-            name = row[6]
+            name, core = row[6], plain[:32]
+            if plain[32] == 0:
+                content, metadata = plain[33:].decode("utf-8", "surrogatepass"), None
+            else:
+                content, metadata, _, _ = unpack_message(plain, session_id)
         else:
             raise ValueError("unknown layout")
-        if plain[32] == 0:
-            content, metadata = plain[33:].decode("utf-8", "surrogatepass"), None
-        else:
-            content, metadata, _, sealed_name = unpack_message(plain, session_id)
-            if layout == 2:
-                name = sealed_name
-        append(
-            (row[0], row[1], content, row[3], row[4], row[5], name, metadata, plain[:32], row[9])
-        )
+        append((row[0], row[1], content, row[3], row[4], row[5], name, metadata, core, row[9]))
     return opened
 
 
