@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from datetime import timedelta
 from typing import Any, ClassVar
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -99,6 +100,11 @@ class Settings(BaseSettings):
         "How many consultations a free-text value needs to show in analytics, as revision "
         "0008 records it (2 to 1,000,000; later: `ctxstore db min-group-size K`).",
         DEFAULT_MIN_GROUP_SIZE,
+    )
+    backup_retention_days: int | None = _variable(
+        "BACKUP_RETENTION_DAYS",
+        "How many days the database's backups are kept: `erase-user` receipts then say "
+        "until when backups taken before an erasure still hold the user (unset: no date).",
     )
     master_keys: SecretStr | None = _variable(
         "MASTER_KEYS",
@@ -223,6 +229,7 @@ class Settings(BaseSettings):
         "http_operation_timeout",
         "http_retry_after",
         "http_session_ttl_seconds",
+        "backup_retention_days",
         mode="before",
     )
     @classmethod
@@ -270,6 +277,12 @@ class Settings(BaseSettings):
         if self.telemetry_key is None:
             return None
         return bytes.fromhex(self.telemetry_key.get_secret_value().strip())
+
+    @property
+    def backup_retention(self) -> timedelta | None:
+        """CTXSTORE_BACKUP_RETENTION_DAYS as a duration (None: unset)."""
+        days = self.backup_retention_days
+        return timedelta(days=days) if days is not None else None
 
     @property
     def encryption_configured(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def test_src_reads_no_ctxstore_variable_elsewhere() -> None:
 
 def test_every_variable_has_its_documented_name() -> None:
     names = {str(field.validation_alias) for field in Settings.model_fields.values()}
-    assert len(names) == 24 and all(name.startswith("CTXSTORE_") for name in names)
+    assert len(names) == 25 and all(name.startswith("CTXSTORE_") for name in names)
 
 
 def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,6 +61,9 @@ def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatc
     assert (loaded.http_pool_size, loaded.http_access_log, loaded.telemetry) == (3, False, True)
     assert loaded.database_url is None
     assert Settings().http_pool_size == 10  # built in code: the environment is not read
+    assert defaults.backup_retention is None
+    monkeypatch.setenv("CTXSTORE_BACKUP_RETENTION_DAYS", "35")
+    assert load_settings().backup_retention == timedelta(days=35)
 
 
 @pytest.mark.parametrize(
@@ -67,6 +71,7 @@ def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatc
     [
         ("CTXSTORE_HTTP_POOL_SIZE", "ten", "CTXSTORE_HTTP_POOL_SIZE must be a positive number"),
         ("CTXSTORE_HTTP_RETRY_AFTER", "1.5", "CTXSTORE_HTTP_RETRY_AFTER must be a whole number"),
+        ("CTXSTORE_BACKUP_RETENTION_DAYS", "0", "CTXSTORE_BACKUP_RETENTION_DAYS must be a posi"),
         ("CTXSTORE_HTTP_OPERATION_TIMEOUT", "inf", "CTXSTORE_HTTP_OPERATION_TIMEOUT must be"),
         ("CTXSTORE_TELEMETRY", "maybe", "CTXSTORE_TELEMETRY must be 1 or 0"),
         ("CTXSTORE_TELEMETRY_KEY", "zz", "CTXSTORE_TELEMETRY_KEY must be hex"),

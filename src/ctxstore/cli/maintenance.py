@@ -65,6 +65,13 @@ def register(commands: Commands) -> None:
         help="erase every session of a user (messages, summaries, states) and the profile",
     )
     erase.add_argument("user_id", help="the user id the sessions were saved with")
+    erase.add_argument(
+        "--no-vacuum",
+        dest="vacuum",
+        action="store_false",
+        help="skip ANALYZE and VACUUM of the erased tables after the erasure (the receipt "
+        "then says what is left and what to run; a later erase-user runs them)",
+    )
     erase.set_defaults(func=erase_user)
     for sub in (upgrade, seed, purge, rotate, erase):
         add_database_url(sub)
@@ -76,7 +83,9 @@ def database_url(args: argparse.Namespace, settings: Settings) -> URL:
 
 
 def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
-    return PostgresStorage.from_url(database_url(args, settings))
+    return PostgresStorage.from_url(
+        database_url(args, settings), backup_retention=settings.backup_retention
+    )
 
 
 def upgrade_data(args: argparse.Namespace, settings: Settings) -> int:
@@ -144,7 +153,7 @@ def rotate_keys(args: argparse.Namespace, settings: Settings) -> int:
 def erase_user(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> str:
         async with open_store(args, settings) as storage:
-            receipt = await storage.erase_user(args.user_id)
+            receipt = await storage.erase_user(args.user_id, vacuum=args.vacuum)
         return receipt.summary()
 
     print(asyncio.run(run()))

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "NEW_SESSION",
     "AsyncClosing",
+    "Backups",
     "ContextStorage",
     "Erased",
     "ErasureReceipt",
@@ -38,6 +39,7 @@ __all__ = [
     "SessionHead",
     "SessionReader",
     "StoredMessage",
+    "Vacuumed",
     "VersionedStorage",
     "check_session_id",
 ]
@@ -98,7 +100,10 @@ class ContextStorage(Protocol):
 
 @dataclass(frozen=True)
 class Erased:
-    """What a backend removed for one user (a hook's result; see ErasureReceipt)."""
+    """What a backend removed for one user (a hook's result; see ErasureReceipt).
+
+    ``data_keys``: the data keys destroyed with the rows; ``master_key_ids``: the master
+    keys they were wrapped under (none: no key was destroyed, nothing erased was sealed)."""
 
     session_ids: tuple[str, ...] = ()
     messages: int = 0
@@ -106,11 +111,41 @@ class Erased:
     states: int = 0
     state_changes: int = 0
     profile: bool = False
+    data_keys: int = 0
+    master_key_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Vacuumed:
+    """What became of the clean-up after an erasure (a hook's result; see ErasureReceipt)."""
+
+    done: bool
+    note: str
+    follow_up: str | None = None
+
+
+@dataclass(frozen=True)
+class Backups:
+    """What the backups taken before an erasure still hold (a hook's result)."""
+
+    note: str
+    readable_until: datetime | None = None
 
 
 @dataclass(frozen=True)
 class ErasureReceipt:
-    """What ``erase_user`` removed, and when: for the requester and the audit log."""
+    """What ``erase_user`` removed, and when, and what is left where: for the requester
+    and the audit log.
+
+    - ``vacuumed``: after the erasure committed, ANALYZE and VACUUM ran on every table it
+      touched, so the table statistics (``pg_stats``) and dead row versions no longer
+      hold the user's ids and text; ``vacuum_note`` says what ran, or why not (also "not
+      applicable" on a backend without either); ``vacuum_follow_up`` is what an operator
+      still has to run, exactly (None: nothing).
+    - ``backups``: what backups taken before ``erased_at`` still hold of the user and
+      for how long they stay readable; ``backups_readable_until``: the date the last of
+      them expires, by the configured backup retention (None: not known).
+    """
 
     user_id: str
     sessions: int
@@ -121,15 +156,25 @@ class ErasureReceipt:
     profile: bool
     erased_at: datetime
     seconds: float
+    vacuumed: bool
+    vacuum_note: str
+    vacuum_follow_up: str | None
+    backups: str
+    backups_readable_until: datetime | None
 
     def summary(self) -> str:
-        return (
+        lines = [
             f"erased user {self.user_id!r}: {self.sessions:,} sessions, {self.messages:,} "
             f"messages, {self.summaries:,} summaries, {self.states:,} states "
             f"({self.state_changes:,} state changes), "
             f"{'the profile' if self.profile else 'no profile'}; "
-            f"at {self.erased_at.isoformat(timespec='seconds')} in {self.seconds:.2f} s"
-        )
+            f"at {self.erased_at.isoformat(timespec='seconds')} in {self.seconds:.2f} s",
+            f"vacuum: {self.vacuum_note}",
+        ]
+        if self.vacuum_follow_up is not None:
+            lines.append(f"follow-up: {self.vacuum_follow_up}")
+        lines.append(f"backups: {self.backups}")
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -257,7 +302,10 @@ class VersionedStorage(ContextStorage, Protocol):
 
     async def delete_profile(self, user_id: str) -> None: ...
 
-    async def erase_user(self, user_id: str) -> ErasureReceipt: ...
+    async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
+        """Remove everything of the user (see docs/storage-contract.md); ``vacuum``:
+        then clean up what the database keeps of the deleted rows (PostgreSQL)."""
+        ...
 
     async def snapshot(self, session_id: str) -> SessionSnapshot: ...
 

@@ -297,7 +297,7 @@ class FallbackStorage(AsyncClosing):
             key=copy_key("delete_profile", user_id),
         )
 
-    async def erase_user(self, user_id: str) -> ErasureReceipt:
+    async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
         """Erase on the primary only, with nothing pending: an erasure must reach the store
         of record, and journaled writes of the user's sessions must not outlive it."""
         await self._sides.ready()
@@ -306,7 +306,7 @@ class FallbackStorage(AsyncClosing):
                 "erase_user needs the primary with the fallback journal replayed: retry "
                 "when the primary is back (reconcile() replays the journal)"
             )
-        return await self.primary.erase_user(user_id)
+        return await self.primary.erase_user(user_id, vacuum=vacuum)
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:
         return await self._read(lambda store: store.snapshot(session_id), _session(session_id))

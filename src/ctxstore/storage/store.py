@@ -34,10 +34,12 @@ from ctxstore.models import (
 from ctxstore.storage import rules
 from ctxstore.storage.base import (
     AsyncClosing,
+    Backups,
     Erased,
     ErasureReceipt,
     MessageInput,
     SessionReader,
+    Vacuumed,
 )
 from ctxstore.storage.journal import Journal
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
@@ -239,12 +241,21 @@ class Store(AsyncClosing, ABC):
         rules.check_user_id(user_id, self.limits)
         await self._traced("delete_profile", self._delete_profile(user_id), user=user_id)
 
-    async def erase_user(self, user_id: str) -> ErasureReceipt:
+    async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
         """Remove everything of the user: each session whose user it is, with its
-        messages, summaries, state and state history, and the profile (idempotent)."""
+        messages, summaries, state and state history, and the profile (idempotent).
+
+        Then, with ``vacuum`` (on PostgreSQL), ANALYZE and VACUUM of the tables the
+        erasure touched, once it has committed, so neither the table statistics nor dead
+        row versions keep the user's ids and text; its outcome, and what backups still
+        hold, are on the receipt.  ``vacuum=False`` (a batch of erasures, one clean-up
+        after the last) leaves that to a later ``erase_user`` or to the operator."""
         rules.check_user_id(user_id, self.limits)
         started = time.monotonic()
-        erased = await self._traced("erase_user", self._erase_user(user_id), user=user_id)
+        erased, erased_at, vacuumed = await self._traced(
+            "erase_user", self._erase_then_vacuum(user_id, vacuum), user=user_id
+        )
+        backups = self._backups_after_erasure(erased, erased_at)
         return ErasureReceipt(
             user_id=user_id,
             sessions=len(erased.session_ids),
@@ -253,9 +264,21 @@ class Store(AsyncClosing, ABC):
             states=erased.states,
             state_changes=erased.state_changes,
             profile=erased.profile,
-            erased_at=datetime.now(UTC),
+            erased_at=erased_at,
             seconds=time.monotonic() - started,
+            vacuumed=vacuumed.done,
+            vacuum_note=vacuumed.note,
+            vacuum_follow_up=vacuumed.follow_up,
+            backups=backups.note,
+            backups_readable_until=backups.readable_until,
         )
+
+    async def _erase_then_vacuum(
+        self, user_id: str, vacuum: bool
+    ) -> tuple[Erased, datetime, Vacuumed]:
+        erased = await self._erase_user(user_id)
+        erased_at = datetime.now(UTC)  # committed: what backups from now on no longer hold
+        return erased, erased_at, await self._vacuum_after_erasure(vacuum)
 
     # -- the fallback's journal -------------------------------------------------------------
 
@@ -390,6 +413,22 @@ class Store(AsyncClosing, ABC):
     async def _erase_user(self, user_id: str) -> Erased:
         """Remove the user's sessions and profile; what went (one transaction where the
         backend has them)."""
+
+    async def _vacuum_after_erasure(self, run: bool) -> Vacuumed:
+        """After an erasure committed: clean up what the backend keeps of deleted data
+        (``run``: asked for).  Nothing to do unless a backend keeps something."""
+        return Vacuumed(
+            False,
+            f"not applicable: a {type(self).__name__} keeps no table statistics or dead "
+            "row versions",
+        )
+
+    def _backups_after_erasure(self, erased: Erased, erased_at: datetime) -> Backups:
+        """What backups taken before ``erased_at`` still hold of the erased user."""
+        return Backups(
+            f"not applicable: a {type(self).__name__} keeps its data in this process only "
+            "and writes no backup"
+        )
 
     @abstractmethod
     async def _snapshot(self, session_id: str) -> SessionSnapshot: ...

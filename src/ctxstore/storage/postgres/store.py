@@ -9,7 +9,7 @@ from contextlib import (
     asynccontextmanager,
     contextmanager,
 )
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import URL
@@ -37,11 +37,12 @@ from ctxstore.models import (
 )
 from ctxstore.retry import Retry, jittered
 from ctxstore.storage import rules
-from ctxstore.storage.base import Erased
+from ctxstore.storage.base import Backups, Erased, Vacuumed
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
 from ctxstore.storage.postgres import documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections, Undo
+from ctxstore.storage.postgres.erasure import backups_after_erasure, vacuum_after_erasure
 from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
 from ctxstore.storage.postgres.reader import PostgresSessionReader
 from ctxstore.storage.postgres.replica import WrittenMarks, head_of, recorded
@@ -100,6 +101,7 @@ class PostgresStorage(Store):
         encryption: Encryption | None = None,
         read_engine: AsyncEngine | None = None,
         settings: EngineSettings | None = None,
+        backup_retention: timedelta | None = None,
     ) -> None:
         """The storage's calls run on a pool of its own (db/pool.py), opened from ``engine``'s
         URL with ``settings`` (by default those ``engine`` was created with, see
@@ -108,7 +110,9 @@ class PostgresStorage(Store):
         when ``owns_engine``.  ``upgrade_on_load``: rows found in an old format are
         written back upgraded (only if the session is still at the version that was
         read).  ``read_engine``: a streaming replica for context reads
-        (storage/postgres/replica.py)."""
+        (storage/postgres/replica.py).  ``backup_retention``: how long the database's
+        backups are kept (CTXSTORE_BACKUP_RETENTION_DAYS), for erasure receipts to say
+        until when backups hold an erased user."""
         super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
         self._engine = engine
         self._read_engine = read_engine
@@ -124,6 +128,7 @@ class PostgresStorage(Store):
         #: What this process last knew of each session (storage/knowledge.py).
         self.knowledge = SessionKnowledge()
         self._recognised: tuple[str, object, Known] | None = None
+        self.backup_retention = backup_retention
 
     @property
     def data_keys(self) -> DataKeys | None:
@@ -590,7 +595,15 @@ class PostgresStorage(Store):
             states=int(row["states"]),
             state_changes=int(row["state_changes"]),
             profile=profile.endswith(" 1"),
+            data_keys=len(shredded),
+            master_key_ids=tuple(sorted({k["master_key_id"] for k in shredded})),
         )
+
+    async def _vacuum_after_erasure(self, run: bool) -> Vacuumed:
+        return await vacuum_after_erasure(self._connections, run)
+
+    def _backups_after_erasure(self, erased: Erased, erased_at: datetime) -> Backups:
+        return backups_after_erasure(erased, erased_at, self.backup_retention)
 
     async def _delete_profile(self, user_id: str) -> None:
         async with self._connections.call("delete profile") as driver:

@@ -28,7 +28,7 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.storage import rules
-from ctxstore.storage.base import Erased
+from ctxstore.storage.base import Backups, Erased
 from ctxstore.storage.redis import keys, scripts, values
 from ctxstore.storage.redis.errors import translated_redis
 from ctxstore.storage.redis.journal import RedisJournal
@@ -183,6 +183,14 @@ class RedisStorage(Store):
             states=sum(counts[2] for counts in erased),
             state_changes=sum(counts[3] for counts in erased),
             profile=profile,
+        )
+
+    def _backups_after_erasure(self, erased: Erased, erased_at: datetime) -> Backups:
+        return Backups(
+            f"Redis RDB snapshots and AOF files written before "
+            f"{erased_at.isoformat(timespec='seconds')}, and every copy of them, hold the "
+            "user's data unencrypted until Redis rewrites them (the next BGSAVE, "
+            "BGREWRITEAOF) and the copies are deleted; this store knows no retention date"
         )
 
     async def _owned_by(self, user_id: str, meta_keys: list[str], meta_prefix: str) -> list[str]:

@@ -20,7 +20,39 @@ DELETE FROM user_profiles WHERE user_id = :user_id;
 DELETE FROM data_keys
  WHERE owner = 'u:' || :user_id
     OR owner IN (SELECT 's:' || session_id FROM unnest((:session_ids)::text[]) AS session_id)
-RETURNING key_id, owner;
+RETURNING key_id, owner, master_key_id;
+
+-- name: vacuum_privileges --
+-- After an erasure: of the tables it touched, those the role may not VACUUM or ANALYZE (it owns neither them nor the database, nor has MAINTAIN on PostgreSQL 17+), and whether it is a superuser.
+SELECT ARRAY(
+    SELECT t.name FROM unnest((:tables)::text[]) WITH ORDINALITY AS t(name, position)
+      JOIN pg_class AS c ON c.oid = to_regclass(t.name)
+     WHERE NOT pg_has_role(c.relowner, 'USAGE')
+       AND NOT pg_has_role((SELECT datdba FROM pg_database
+                             WHERE datname = current_database()), 'USAGE')
+       AND NOT CASE WHEN current_setting('server_version_num')::int >= 170000
+                    THEN has_table_privilege(c.oid, 'MAINTAIN') ELSE false END
+     ORDER BY t.position) AS refused,
+    (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser;
+
+-- name: vacuum_erased --
+-- After an erasure committed, outside a transaction: fresh statistics and no dead row version (nor index entry) left of the erased rows, in every table an erasure deletes from.
+VACUUM (ANALYZE, INDEX_CLEANUP ON) sessions, messages, summaries, consultation_states,
+    consultation_state_history, user_profiles, data_keys;
+
+-- name: statistics_of_emptied_tables --
+-- Of :tables, those VACUUM found empty that still have statistics: ANALYZE leaves a table it finds empty with those of its last rows.
+SELECT t.name FROM unnest((:tables)::text[]) WITH ORDINALITY AS t(name, position)
+  JOIN pg_class AS c ON c.oid = to_regclass(t.name)
+  JOIN pg_namespace AS n ON n.oid = c.relnamespace
+ WHERE c.reltuples = 0
+   AND EXISTS (SELECT FROM pg_stats AS s
+                WHERE s.schemaname = n.nspname AND s.tablename = c.relname)
+ ORDER BY t.position;
+
+-- name: clear_statistics --
+-- The statistics of :tables, deleted (a superuser's: after an erasure emptied them).
+DELETE FROM pg_statistic WHERE starelid = ANY((:tables)::text[]::regclass[]);
 
 -- name: purge_expired_batch --
 -- purge-expired: one batch of expired sessions, their message counts.
