@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar, get_args
+from typing import Any, Generic, Literal, Self, TypeVar, get_args
 
 from pydantic import (
     AwareDatetime,
@@ -100,6 +102,15 @@ class Message(BaseModel):
             return cls.model_validate(data)
         except ValidationError as error:
             raise InvalidMessageError(_describe(error), position=position) from error
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with ``update``, a new message validated like any other (pydantic's
+        copy would skip validation and keep this message's cached digest, so a save of
+        the edited copy would see nothing changed)."""
+        if not update:
+            return super().model_copy(deep=deep)
+        fields = {**self.__dict__, **update}
+        return type(self)(**(copy.deepcopy(fields) if deep else fields))
 
     @field_validator("timestamp", mode="before")
     @classmethod

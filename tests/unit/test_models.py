@@ -94,3 +94,17 @@ def test_text_and_json_checks() -> None:
     assert "not a JSON value" in (json_problem({"a": object()}) or "")
     assert utf8_size_exceeds("膝" * 10, 29)
     assert not utf8_size_exceeds("膝" * 10, 30)
+
+
+def test_a_copy_with_changes_is_validated_and_digested_afresh() -> None:
+    """pydantic's model_copy(update=...) would keep the cached digest (a save of the
+    edited copy would see nothing changed) and skip validation."""
+    original = Message(role="user", content="膝盖疼", turn_id="t1")
+    digest = original.core_digest()
+    edited = original.model_copy(update={"content": "膝盖不疼了"})
+    assert edited.content == "膝盖不疼了" and edited.core_digest() != digest
+    assert original.model_copy().core_digest() == digest
+    deep = original.model_copy(update={"metadata": {"k": [1]}}, deep=True)
+    assert deep.metadata == {"k": [1]} and deep.core_digest() == digest
+    with pytest.raises(InvalidMessageError):
+        original.model_copy(update={"role": "nobody"})
