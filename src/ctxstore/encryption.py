@@ -279,7 +279,7 @@ def load_provider(path: str) -> KeyProvider:
 class DataKey:
     """An unwrapped data key: seals and opens values, and keys the message digests."""
 
-    __slots__ = ("_aead", "key_id", "mac_key", "owner")
+    __slots__ = ("_aead", "_chain", "key_id", "mac_key", "owner")
 
     def __init__(self, key_id: int, owner: str, material: bytes) -> None:
         if len(material) != KEY_BYTES:
@@ -288,6 +288,7 @@ class DataKey:
         self.owner = owner
         self._aead = AESGCM(_derive(material, b"ctxstore seal v1"))
         self.mac_key = _derive(material, b"ctxstore digest v1")
+        self._chain = hashlib.blake2s(key=_derive(material, b"ctxstore chain v1"))
 
     def seal(self, plaintext: bytes, aad: bytes) -> bytes:
         """Layout 2: the plaintext padded (see padded_size), so the sealed size tells
@@ -319,9 +320,66 @@ class DataKey:
         """The stored form of a message digest: HMAC-SHA256 under this key's MAC key."""
         return hmac.new(self.mac_key, digest, hashlib.sha256).digest()
 
-    def hasher(self, data: bytes = b"") -> Any:
-        """The session content hash under this key: an HMAC with hashlib's interface."""
-        return hmac.new(self.mac_key, data, hashlib.sha256)
+    def hasher(self, data: bytes = b"") -> ChainHasher:
+        """The session content hash under this key, having taken ``data`` (digests)."""
+        chain = self._chain.copy()
+        chain.update(b"ctxstore chain start")
+        hasher = ChainHasher(self._chain, self.key_id, chain.digest())
+        hasher.update(data)
+        return hasher
+
+    def resume(self, stored: bytes) -> ChainHasher | None:
+        """The hasher that produced ``stored`` (a content hash under this key), to take
+        more digests: None when ``stored`` is not one of this key's."""
+        if chain_key_id(stored) != self.key_id:
+            return None
+        return ChainHasher(self._chain, self.key_id, stored[_KEY_ID.size :])
+
+
+_KEY_ID = struct.Struct(">q")
+DIGEST_BYTES = 32
+
+
+def chain_key_id(stored: bytes | None) -> int | None:
+    """The data key a sealed session's content hash was made under (None: the hash is
+    missing, or not a chain: plaintext, or written before chains)."""
+    if stored is None or len(stored) != _KEY_ID.size + DIGEST_BYTES:
+        return None
+    return int(_KEY_ID.unpack_from(stored)[0])
+
+
+class ChainHasher:
+    """A sealed session's content hash: a keyed BLAKE2s chain, one link per message
+    digest, stored as the key id and the last link.
+
+    Unlike an HMAC of all digests, it resumes from the stored value alone, so a writer
+    that has not read the session can still extend it (an append); a reader recomputes
+    it over the digests sealed inside the rows, so rows swapped, dropped, put back to an
+    older value or copied from another version no longer match.  hashlib's interface:
+    ``update`` takes whole 32-byte digests.
+    """
+
+    __slots__ = ("_base", "_key_id", "_link")
+
+    def __init__(self, base: Any, key_id: int, link: bytes) -> None:
+        self._base, self._key_id, self._link = base, key_id, link
+
+    def update(self, digests: bytes) -> None:
+        if len(digests) % DIGEST_BYTES:
+            raise ValueError("a content hash takes whole 32-byte digests")
+        link, fresh = self._link, self._base.copy
+        for start in range(0, len(digests), DIGEST_BYTES):
+            chain = fresh()
+            chain.update(link)
+            chain.update(digests[start : start + DIGEST_BYTES])
+            link = chain.digest()
+        self._link = link
+
+    def copy(self) -> ChainHasher:
+        return ChainHasher(self._base, self._key_id, self._link)
+
+    def digest(self) -> bytes:
+        return _KEY_ID.pack(self._key_id) + self._link
 
 
 class OpenedKeys(dict[int, DataKey]):

@@ -575,3 +575,74 @@ async def test_sealed_sizes_are_padded(sealed: PostgresStorage) -> None:
     await sealed.save("s", [Message(role="user", content="x" * length) for length in range(1, 81)])
     sizes = await raw(sealed, "SELECT DISTINCT length(sealed) FROM messages")
     assert len(sizes) == 2
+
+
+ATTACKS = {
+    "two messages swapped": [
+        "UPDATE messages SET seq = 1000 WHERE session_id = 's' AND seq = 1",
+        "UPDATE messages SET seq = 1 WHERE session_id = 's' AND seq = 2",
+        "UPDATE messages SET seq = 2 WHERE session_id = 's' AND seq = 1000",
+    ],
+    "the last message dropped, the count adjusted": [
+        "DELETE FROM messages WHERE session_id = 's' AND seq = 3",
+        "UPDATE sessions SET message_count = 3 WHERE session_id = 's'",
+    ],
+    "a message put back to its older ciphertext": [
+        "UPDATE messages AS m SET sealed = o.sealed, digest = o.digest, key_id = o.key_id "
+        "FROM old_row AS o WHERE m.session_id = 's' AND m.seq = 3",
+    ],
+    "the content hash removed": ["UPDATE sessions SET content_hash = NULL WHERE session_id = 's'"],
+}
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+async def test_reordered_dropped_or_rolled_back_messages_are_detected(
+    sealed: PostgresStorage, attack: str
+) -> None:
+    """The content hash of a sealed session is a keyed chain over the digests sealed in
+    its rows; a full load recomputes it, so a writer without keys can't reorder, drop or
+    roll back messages unnoticed."""
+    messages = conversation()
+    await sealed.save("s", messages, user_id="alice")
+    await raw(sealed, "CREATE TABLE old_row AS SELECT * FROM messages WHERE seq = 3")
+    # the same role, turn and time: only the chain can tell the two versions apart
+    edited = [*messages[:3], messages[3].model_copy(update={"content": "改过的回答"})]
+    await sealed.save("s", edited, user_id="alice")
+    assert await sealed.load("s") == edited
+    for statement in ATTACKS[attack]:
+        await raw(sealed, statement)
+    with pytest.raises(CorruptDataError, match="content hash") as refused:
+        await sealed.load("s")
+    assert refused.value.session_id == "s"
+
+
+async def test_appends_by_writers_that_never_read_keep_the_chain(
+    database_url: URL, keyring: Keyring
+) -> None:
+    """Workers that don't know the session (each append cold, or racing) extend the
+    stored chain: every load verifies, whatever the interleaving."""
+    encryption = Encryption(keyring)
+    async with (
+        PostgresStorage.from_url(database_url, encryption=encryption) as one,
+        PostgresStorage.from_url(database_url, encryption=encryption) as two,
+        PostgresStorage.from_url(database_url, encryption=encryption) as three,
+    ):
+        await one.append("c", conversation(2, "a"), user_id="alice")
+        for turn in range(6):  # alternating: each one's knowledge is stale every time
+            writer = (one, two)[turn % 2]
+            await writer.append("c", [Message(role="user", content=f"第{turn}问")], user_id="alice")
+        await asyncio.gather(
+            *(
+                writer.append("c", [Message(role="user", content=f"并发 {n}")], user_id="alice")
+                for n in range(12)
+                for writer in (one, two, three)
+            )
+        )
+        loaded = await three.load("c")
+        assert len(loaded) == 2 + 6 + 36
+        stored = await raw(
+            three, "SELECT length(content_hash) FROM sessions WHERE session_id = 'c'"
+        )
+        assert stored[0][0] == 40  # the key id and the chain's last link
+        await one.append("c", [Message(role="user", content="after")])
+        assert len(await two.load("c")) == 45

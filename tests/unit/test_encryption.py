@@ -17,6 +17,7 @@ from ctxstore.encryption import (
     DataKey,
     Keyring,
     bound_message_aad,
+    chain_key_id,
     document_aad,
     message_aad,
     message_aad_prefix,
@@ -139,13 +140,34 @@ def test_a_message_is_bound_to_its_role_turn_and_time() -> None:
 
 
 def test_digests_and_hashes_are_keyed() -> None:
-    one, two, digest = key(), key(), os.urandom(32)
+    one, two, digest = key(), key(2), os.urandom(32)
     assert one.mac(digest) != two.mac(digest) != digest
     assert one.mac(digest) == one.mac(digest)
-    hasher = one.hasher(b"a")
+    a, b = os.urandom(32), os.urandom(32)
+    hasher = one.hasher(a)
     copy = hasher.copy()
-    copy.update(b"b")
-    assert copy.digest() == one.hasher(b"ab").digest() != hasher.digest()
+    copy.update(b)
+    assert copy.digest() == one.hasher(a + b).digest() != hasher.digest()
+    assert one.hasher(a + b).digest() != two.hasher(a + b).digest()
+    with pytest.raises(ValueError, match="32-byte"):
+        hasher.update(b"a")
+
+
+def test_the_content_hash_chain_resumes_from_its_stored_value() -> None:
+    """An append that has not read the session extends the stored hash alone; order,
+    truncation and another key all give another value."""
+    data_key, digests = key(7), [os.urandom(32) for _ in range(4)]
+    stored = data_key.hasher(b"".join(digests[:3])).digest()
+    assert chain_key_id(stored) == 7 and chain_key_id(os.urandom(32)) is None
+    resumed = data_key.resume(stored)
+    assert resumed is not None and key(8).resume(stored) is None
+    resumed.update(digests[3])
+    whole = data_key.hasher(b"".join(digests)).digest()
+    assert resumed.digest() == whole
+    swapped = [digests[1], digests[0], *digests[2:]]
+    assert data_key.hasher(b"".join(swapped)).digest() != whole
+    assert data_key.hasher(b"".join(digests[:3])).digest() != whole
+    assert data_key.hasher().digest() != data_key.hasher(digests[0]).digest()
 
 
 def test_keyring_wraps_under_its_first_key_and_binds_the_owner() -> None:

@@ -20,6 +20,7 @@ from ctxstore.encryption import (
     DataKey,
     OpenedKeys,
     bound_message_aad,
+    chain_key_id,
     document_aad,
     message_aad,
     message_aad_prefix,
@@ -220,10 +221,18 @@ def known_after_load(
     loaded: History,
     stored_hash: bytes | None,
     key: DataKey | None = None,
+    *,
+    chained: bool = False,
+    session_id: str | None = None,
 ) -> Known:
     """What a load saw (``rows`` opened); the messages are recognised later only if the
-    hash (keyed by ``key``, the last row's key, when sealed) checks out."""
+    hash (keyed by ``key``, the hash's own, when sealed) checks out.
+
+    ``chained``: a sealed session whose content hash is a chain (see
+    sealed_chain): a hash that is missing or doesn't match is CorruptDataError."""
     if stored_hash is None:  # left unknown by an append: the next save recomputes it
+        if chained:
+            raise _chain_broken("has no content hash", session_id)
         return Known(version)
     digests = [row[_DIGEST] for row in rows]
     # Only these can hold a metadata dict of their own (a current-format row without
@@ -238,11 +247,37 @@ def known_after_load(
     joined = b"".join(digests)
     hasher = hashlib.sha256(joined) if key is None else key.hasher(joined)
     if hasher.digest() != stored_hash:  # e.g. rows in an older format
+        if chained:
+            raise _chain_broken("does not match its messages", session_id)
         return Known(version, len(rows), stored_hash)
     watch = MetadataWatch().watching(
         (position, loaded[position], digests[position]) for position in own_metadata
     )
     return Known(version, len(rows), stored_hash, hasher, StoredList.of(loaded), watch)
+
+
+def _chain_broken(what: str, session_id: str | None) -> CorruptDataError:
+    return CorruptDataError(
+        f"the sealed session's content hash {what}: its messages were reordered, "
+        "dropped, put back to older values or copied between versions",
+        session_id=session_id,
+    )
+
+
+def sealed_chain(found: Sequence[Any]) -> bool:
+    """Whether every row is sealed in layout 2: such a session's content hash is a chain
+    every writer keeps, so its load verifies it.  (Sessions holding rows sealed before
+    chains are verified once `rotate-keys --reencrypt` has sealed them again.)"""
+    return bool(found) and all(row[KEY_ID] is not None and row[SEALED][0] == 2 for row in found)
+
+
+def needed_key_ids(found: Sequence[Any], stored_hash: bytes | None) -> set[int]:
+    """The data keys a full load needs: the rows' and the content hash's."""
+    needed = sealed_key_ids(found)
+    chain_key = chain_key_id(stored_hash)
+    if chain_key is not None:
+        needed.add(chain_key)
+    return needed
 
 
 # -- sealed rows ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ctxstore.db.engine import EngineSettings, create_engine, pool_source
 from ctxstore.db.errors import translated
-from ctxstore.encryption import DataKey, Encryption
+from ctxstore.encryption import DataKey, Encryption, chain_key_id
 from ctxstore.errors import (
     ConflictError,
     CorruptDataError,
@@ -40,7 +40,7 @@ from ctxstore.storage import rules
 from ctxstore.storage.base import Backups, Erased, Vacuumed
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
-from ctxstore.storage.postgres import documents, rows, saving, sql
+from ctxstore.storage.postgres import chained, documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections, Undo
 from ctxstore.storage.postgres.erasure import backups_after_erasure, vacuum_after_erasure
 from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
@@ -342,6 +342,8 @@ class PostgresStorage(Store):
             key = await self._session_key(session_id, user_id)
             new = rows.batch(messages, self.token_counter, self.limits, key, session_id)
             known = self.knowledge.get(session_id)
+            if key is not None:
+                return await self._append_sealed(session_id, messages, expected, user_id, key, new)
             extended = None
             if known is not None and known.hasher is not None:
                 extended = known.hasher.copy()
@@ -396,11 +398,54 @@ class PostgresStorage(Store):
                 self.knowledge.forget(session_id)
             return version
 
+    async def _append_sealed(
+        self,
+        session_id: str,
+        messages: list[Message],
+        expected: int | None,
+        user_id: str | None,
+        key: DataKey,
+        new: rows.Batch,
+    ) -> int:
+        """The append of a sealed session: its content hash chain carried on (chained.py)."""
+        added = b"".join(new.digests)
+        values = {
+            "sid": session_id,
+            "user_id": user_id,
+            "added_hash": key.hasher(added).digest(),
+            "ttl": self.ttl,
+            "max_messages": self.limits.max_messages,
+            **rows.activity(messages, messages),
+            **rows.new_message_arrays(new),
+        }
+        async with self._connections.call("append") as driver:
+            start, version, hasher = await chained.append(
+                driver,
+                session_id,
+                expected=expected,
+                known=self.knowledge.get(session_id),
+                key=key,
+                user_id=user_id,
+                added_digests=added,
+                values=values,
+                keys_for=self._keys_for,
+                limits=self.limits,
+            )
+        if hasher is not None:
+            self.knowledge.after_write(
+                session_id, Known(version, start + len(messages), hasher.digest(), hasher)
+            )
+        else:
+            self.knowledge.forget(session_id)
+        return version
+
     # -- load, version, delete, exists ----------------------------------------------------------
 
     async def _load(self, session_id: str) -> list[Message]:
         found = await self._connections.read("load", "fetch", sql.LOAD_SESSION, sid=session_id)
-        keys = await self._keys_for(rows.sealed_key_ids(found)) if found else None
+        keys = None
+        if found:
+            keys = await self._keys_for(rows.needed_key_ids(found, found[0]["content_hash"]))
         messages = self._messages_from(found, session_id, keys)
         if self._upgrade_on_load and messages:
             await self._write_back(session_id, found, messages)
@@ -451,8 +496,18 @@ class PostgresStorage(Store):
         if self._keys is None:
             known = rows.known_after_load(version, opened, loaded, head["content_hash"])
         elif found and found[-1][rows.KEY_ID] is not None and keys is not None:
-            last_key = keys[found[-1][rows.KEY_ID]]
-            known = rows.known_after_load(version, opened, loaded, head["content_hash"], last_key)
+            stored_hash = head["content_hash"]
+            chained = rows.sealed_chain(found)
+            hash_key = keys.get(chain_key_id(stored_hash))  # type: ignore[arg-type]
+            known = rows.known_after_load(
+                version,
+                opened,
+                loaded,
+                stored_hash if hash_key is not None or chained else None,
+                hash_key,
+                chained=chained,
+                session_id=session_id,
+            )
         else:  # plaintext rows, encryption on: the next save checks them one by one
             known = Known(version, len(found), head["content_hash"])
         self.knowledge.after_load(session_id, known)

@@ -15,8 +15,16 @@ SELECT version FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS N
 
 -- name: session_facts --
 -- Session facts.
-SELECT version, message_count, NOT (s.expires_at IS NULL OR s.expires_at > now()) AS expired
+SELECT version, message_count, content_hash,
+    NOT (s.expires_at IS NULL OR s.expires_at > now()) AS expired
   FROM sessions AS s WHERE session_id = :sid;
+
+-- name: lock_session_facts --
+-- Session facts, the row locked: a sealed append extends the content hash it reads here.
+SELECT version, message_count, content_hash,
+    NOT (s.expires_at IS NULL OR s.expires_at > now()) AS expired
+  FROM sessions AS s WHERE session_id = :sid
+   FOR UPDATE;
 
 -- name: append_if_unchanged --
 -- Save's fast path: the new messages, only if the session holds exactly the list the caller extended (the new version, else NULL).

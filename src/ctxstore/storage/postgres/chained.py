@@ -1,0 +1,138 @@
+"""An append to a sealed session, its content hash carried on as a chain.
+
+A sealed session's content hash is a keyed chain over its message digests
+(encryption.ChainHasher), which every load verifies.  An append must therefore extend
+the very chain stored, never leave it unknown as a plaintext append may.
+
+- A process that knows the session (it loaded or wrote it last) extends its chain and
+  calls the append with that version expected: one statement, as for plaintext.
+- Otherwise, or when that call was refused because another writer got in between
+  (nothing written), it locks the session row in a transaction, resumes the chain from
+  the stored hash, and appends at the version it holds locked: writers of one session
+  take turns there instead of retrying.  The user's lock comes first, as in every write
+  naming a user (lock order: user, session row, keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ctxstore.encryption import DataKey, chain_key_id
+from ctxstore.errors import ConflictError, DataKeyDestroyedError
+from ctxstore.storage import rules
+from ctxstore.storage.knowledge import Known
+from ctxstore.storage.postgres import sql
+from ctxstore.storage.postgres.keys import session_owner
+from ctxstore.storage.postgres.saving import Hasher, KeysFor
+from ctxstore.storage.postgres.statement import Driver
+from ctxstore.storage.rules import NEW_SESSION, Limits
+
+#: Tries of the locked append: only writers creating the same new session meanwhile
+#: make one fail (nothing written), and the next try then locks the row they made.
+ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Base:
+    """The stored session an append extends (version 0: none yet)."""
+
+    version: int
+    count: int
+    content_hash: bytes | None
+    hasher: Hasher | None  # has taken every stored digest (None: can't be extended)
+    expired: bool = False  # stored, but expired: to be purged before the append
+
+
+async def read_base(driver: Driver, session_id: str, keys_for: KeysFor) -> Base:
+    """The session as stored, its row locked (in the caller's transaction), its chain
+    resumed from the stored hash."""
+    facts = await sql.LOCK_SESSION_FACTS.fetchrow(driver, sid=session_id)
+    if facts is None:
+        return Base(NEW_SESSION, 0, None, None)
+    if facts["expired"]:
+        return Base(NEW_SESSION, 0, None, None, expired=True)
+    stored, hasher = facts["content_hash"], None
+    hash_key_id = chain_key_id(stored)
+    if hash_key_id is not None:
+        keys = await keys_for({hash_key_id}, driver)
+        hash_key = keys.get(hash_key_id) if keys is not None else None
+        hasher = hash_key.resume(stored) if hash_key is not None else None
+    return Base(int(facts["version"]), int(facts["message_count"]), stored, hasher)
+
+
+async def append(
+    driver: Driver,
+    session_id: str,
+    *,
+    expected: int | None,
+    known: Known | None,
+    key: DataKey,
+    user_id: str | None,
+    added_digests: bytes,
+    values: dict[str, Any],
+    keys_for: KeysFor,
+    limits: Limits,
+) -> tuple[int, int, Hasher]:
+    """(start, version, hasher having taken every digest) of the appended messages;
+    ``values``: the append's parameters but the base's."""
+    if known is not None and known.hasher is not None and known.version is not None:
+        base = Base(known.version, known.count or 0, known.content_hash, known.hasher)
+        if expected is None or expected == base.version:
+            done = await _append_at(driver, base, key, added_digests, values)
+            if done is not None:
+                return done
+    for _attempt in range(ATTEMPTS):
+        async with driver.transaction():
+            if user_id is not None:
+                await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
+            base = await read_base(driver, session_id, keys_for)
+            if base.expired:
+                done = None
+            else:
+                if expected is not None and base.version != expected:
+                    raise rules.stale_session(session_id, base.version, expected)
+                if base.version != NEW_SESSION:
+                    rules.check_message_count(len(values["new_seq"]), limits, base.count)
+                done = await _append_at(driver, base, key, added_digests, values)
+        if done is not None:
+            return done
+        if base.expired:  # an expired session is a new one: purged first, committed
+            await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
+            if key.owner == session_owner(session_id):
+                # the purge destroyed the key these messages were sealed under: the
+                # storage seals them again under a fresh one (keys.resealed_if_key_destroyed)
+                raise DataKeyDestroyedError(
+                    f"append to {session_id!r}: the expired session's own data key was "
+                    "destroyed with it; nothing was written"
+                )
+            continue
+        # only a session created meanwhile by another writer gets here: lock it now
+    raise ConflictError(
+        f"append to {session_id!r}: other writers kept creating it during {ATTEMPTS} "
+        "tries; nothing was written, try again",
+        session_id=session_id,
+    )
+
+
+async def _append_at(
+    driver: Driver, base: Base, key: DataKey, added_digests: bytes, values: dict[str, Any]
+) -> tuple[int, int, Hasher] | None:
+    """The append at ``base`` (None: refused, nothing written)."""
+    extended = None
+    if base.hasher is not None:
+        extended = base.hasher.copy()
+        extended.update(added_digests)
+    start, version = await sql.APPEND.fetchval(
+        driver,
+        **values,
+        expected=base.version,
+        known_count=base.count,
+        known_hash=base.content_hash,
+        extended_hash=extended.digest() if extended is not None else None,
+    )
+    if version is None:
+        return None
+    if int(start) == 0:  # the append stored the chain of the added digests alone
+        extended = key.hasher(added_digests)
+    return int(start), int(version), extended
