@@ -477,9 +477,17 @@ def bound_message_aad(
     )
 
 
-def document_aad(kind: str, owner_id: str) -> bytes:
-    """kind: summary, state (both per session) or profile (per user)."""
-    return f"ctxstore {kind}\x00".encode() + owner_id.encode("utf-8", "surrogatepass")
+def document_aad(kind: str, owner_id: str, version: int | None = None) -> bytes:
+    """kind: summary, state (both per session) or profile (per user); ``version``: the
+    document's version, bound in layout 2 (None: layout 1's associated data, without it)."""
+    aad = f"ctxstore {kind}\x00".encode() + owner_id.encode("utf-8", "surrogatepass")
+    return aad if version is None else aad + _KEY_ID.pack(version)
+
+
+def opening_aad(sealed: bytes, kind: str, owner_id: str, version: int) -> bytes:
+    """The associated data a stored document opens with: its layout says whether the
+    version is bound (2) or not (1, sealed before versions were)."""
+    return document_aad(kind, owner_id, None if sealed[:1] == _SEALED_V1 else version)
 
 
 #: The flags byte after a sealed message's core digest.

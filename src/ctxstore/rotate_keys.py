@@ -27,6 +27,7 @@ from ctxstore.encryption import (
     KeyProvider,
     document_aad,
     message_aad_prefix,
+    opening_aad,
     pack_message,
 )
 from ctxstore.errors import CorruptDataError
@@ -188,13 +189,14 @@ async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str
             )
     count = len(seqs)
     for row, text in texts:
-        value = key.seal(text.encode("utf-8", "surrogatepass"), document_aad("summary", sid))
+        aad = document_aad("summary", sid, row["summary_version"])
+        value = key.seal(text.encode("utf-8", "surrogatepass"), aad)
         await sql.RESEAL_SUMMARY.execute(
             driver, sid=sid, version=row["summary_version"], key_id=key.key_id, sealed=value
         )
         count += 1
     for write, row, document in states:
-        value = key.seal(document, document_aad("state", sid))
+        value = key.seal(document, document_aad("state", sid, row["version"]))
         await write.execute(
             driver, sid=sid, version=row["version"], key_id=key.key_id, sealed=value
         )
@@ -208,7 +210,8 @@ async def _document(driver: Driver, keys: DataKeys, row: Any, kind: str, owner_i
         return json.dumps(row["document"], ensure_ascii=False).encode("utf-8")
     old = (await keys.load(driver, {row["key_id"]}))[row["key_id"]]
     session_id = owner_id if kind != "profile" else None
-    return old.open(row["sealed"], document_aad(kind, owner_id), session_id=session_id)
+    aad = opening_aad(row["sealed"], kind, owner_id, row["version"])
+    return old.open(row["sealed"], aad, session_id=session_id)
 
 
 async def _reencrypt_profiles(
@@ -226,7 +229,7 @@ async def _reencrypt_profiles(
                 except CorruptDataError:
                     report.refused.append(f"profile of {user_id!r}")
                     continue
-                value = key.seal(document, document_aad("profile", user_id))
+                value = key.seal(document, document_aad("profile", user_id, row["version"]))
                 await sql.RESEAL_PROFILE.execute(
                     driver, user_id=user_id, key_id=key.key_id, sealed=value
                 )

@@ -646,3 +646,73 @@ async def test_appends_by_writers_that_never_read_keep_the_chain(
         assert stored[0][0] == 40  # the key id and the chain's last link
         await one.append("c", [Message(role="user", content="after")])
         assert len(await two.load("c")) == 45
+
+
+DOCUMENT_ROLLBACKS = {
+    "state v1 from history into the current row": (
+        "UPDATE consultation_states AS c SET sealed = h.sealed, key_id = h.key_id "
+        "FROM consultation_state_history AS h "
+        "WHERE h.session_id = c.session_id AND h.version = 1 AND c.session_id = 's'"
+    ),
+    "summary v1 into v2": (
+        "UPDATE summaries AS n SET sealed = o.sealed, key_id = o.key_id FROM summaries AS o "
+        "WHERE n.session_id = 's' AND o.session_id = 's' AND n.summary_version = 2 "
+        "AND o.summary_version = 1"
+    ),
+    "an old profile": (
+        "UPDATE user_profiles AS p SET sealed = o.sealed, key_id = o.key_id "
+        "FROM old_profile AS o WHERE p.user_id = 'alice'"
+    ),
+}
+
+
+@pytest.mark.parametrize("rollback", DOCUMENT_ROLLBACKS)
+async def test_documents_copied_across_versions_are_detected(
+    sealed: PostgresStorage, rollback: str
+) -> None:
+    """A sealed summary, state or profile is bound to its version: an older version's
+    ciphertext put in a newer row fails to open."""
+    await sealed.save("s", conversation(), user_id="alice")
+    await sealed.save_state("s", ConsultationState(stage="triage"))
+    await sealed.save_state("s", ConsultationState(stage="completed"))
+    await sealed.save_summary("s", "第一版", covers_until=1)
+    await sealed.save_summary("s", "第二版", covers_until=2)
+    await sealed.save_profile("alice", UserProfile(age=30))
+    await raw(sealed, "CREATE TABLE old_profile AS SELECT * FROM user_profiles")
+    await sealed.save_profile("alice", UserProfile(age=31))
+    await raw(sealed, DOCUMENT_ROLLBACKS[rollback])
+    read = {
+        "state": lambda: sealed.load_state("s"),
+        "summary": lambda: sealed.load_summary("s"),
+        "profile": lambda: sealed.load_profile("alice"),
+    }[rollback.split()[-1] if rollback.startswith("an") else rollback.split()[0]]
+    with pytest.raises(CorruptDataError, match="integrity"):
+        await read()
+
+
+async def test_unconditional_sealed_document_writes_never_conflict(
+    database_url: URL, keyring: Keyring
+) -> None:
+    """Without an expected version, sealed writers of one document take turns (the
+    version they bind is read under the lock the write takes): none is refused."""
+    encryption = Encryption(keyring)
+    async with (
+        PostgresStorage.from_url(database_url, encryption=encryption) as one,
+        PostgresStorage.from_url(database_url, encryption=encryption) as two,
+    ):
+        await one.save("d", conversation(), user_id="alice")
+        writes = [
+            write
+            for n in range(8)
+            for store in (one, two)
+            for write in (
+                store.save_summary("d", f"总结 {n}", covers_until=1),
+                store.save_state("d", ConsultationState(stage="triage", last_question=str(n))),
+                store.save_profile("alice", UserProfile(age=20 + n)),
+            )
+        ]
+        await asyncio.gather(*writes)
+        assert (await two.load_summary("d")).summary_version == 16  # type: ignore[union-attr]
+        assert (await one.load_state("d")).version == 16  # type: ignore[union-attr]
+        assert (await one.load_profile("alice")).version == 16  # type: ignore[union-attr]
+        assert len(await two.state_history("d")) == 16

@@ -3,9 +3,19 @@
 Every version check is in the statement's WHERE clause or a key constraint; when a
 statement returns nothing, a ``*_FACTS`` read only explains why, through the errors
 storage/rules.py builds.
+
+A sealed document is bound to the version it is stored at (encryption.document_aad), so
+the write must know that version before it seals: the caller's expected version, else
+the current one read first.  When a writer got in between, the write is refused (nothing
+written) and done again in a transaction that first locks what the function would (the
+session row; for a profile, the user's lock and its row): writers take turns there, so a
+write without an expected version is never refused for a race.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from ctxstore.encryption import DataKey, OpenedKeys
 from ctxstore.errors import SessionNotFoundError
@@ -13,6 +23,33 @@ from ctxstore.models import SUMMARY_FORMAT, ConsultationState, Summary, UserProf
 from ctxstore.storage import rules
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.statement import Driver
+
+#: The locked tries of a sealed write without an expected version: only writers creating
+#: the same profile meanwhile can refuse one (the next try then locks the row they made).
+LOCKED_ATTEMPTS = 3
+
+_Written = TypeVar("_Written")
+
+
+async def _sealed_at_next_version(
+    driver: Driver,
+    expected: int | None,
+    current: Callable[[], Awaitable[int]],
+    write: Callable[[int], Awaitable[_Written | None]],
+    lock: Callable[[], Awaitable[None]],
+) -> _Written | None:
+    """``write(base)`` seals for version base + 1 and stores it only at ``base`` (None:
+    refused).  With ``expected``, one try; else at the current version, then locked."""
+    if expected is not None:
+        return await write(expected)
+    done = await write(await current())
+    for _attempt in range(LOCKED_ATTEMPTS):
+        if done is not None:
+            return done
+        async with driver.transaction():
+            await lock()
+            done = await write(await current())
+    return done
 
 
 async def insert_summary(
@@ -24,16 +61,30 @@ async def insert_summary(
     expected: int | None,
     key: DataKey | None = None,
 ) -> Summary:
-    row = await sql.INSERT_SUMMARY.fetchval(
-        driver,
-        sid=session_id,
-        covers_until=covers_until,
-        token_count=token_count,
-        expected=expected,
-        format_version=SUMMARY_FORMAT,
-        **rows.summary_values(text, key, session_id),
-    )
-    if row[0] is not None:
+    async def write(base: int | None) -> Any:
+        row = await sql.INSERT_SUMMARY.fetchval(
+            driver,
+            sid=session_id,
+            covers_until=covers_until,
+            token_count=token_count,
+            expected=base,
+            format_version=SUMMARY_FORMAT,
+            **rows.summary_values(text, key, session_id, (base or 0) + 1),
+        )
+        return row if row[0] is not None else None
+
+    async def latest_version() -> int:
+        facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
+        return int(facts["latest"]) if facts is not None else 0
+
+    async def lock() -> None:
+        await sql.LOCK_LIVE_SESSION.execute(driver, sid=session_id)
+
+    if key is None:
+        row = await write(expected)
+    else:
+        row = await _sealed_at_next_version(driver, expected, latest_version, write, lock)
+    if row is not None:
         keys = None
         if key is not None:  # the row just written, sealed under ``key``
             keys = OpenedKeys(accept_plaintext=False)
@@ -60,10 +111,25 @@ async def write_state(
     expected: int | None,
     key: DataKey | None = None,
 ) -> int:
-    values = rows.state_values(state, key, session_id)
-    version, _ = await sql.WRITE_STATE.fetchval(driver, sid=session_id, expected=expected, **values)
-    if version is not None:
-        return int(version)
+
+    async def write(base: int | None) -> int | None:
+        values = rows.state_values(state, key, session_id, (base or 0) + 1)
+        version, _ = await sql.WRITE_STATE.fetchval(driver, sid=session_id, expected=base, **values)
+        return None if version is None else int(version)
+
+    async def stored_version() -> int:
+        facts = await sql.STATE_FACTS.fetchrow(driver, sid=session_id)
+        return int(facts["version"] or 0) if facts is not None else 0
+
+    async def lock() -> None:
+        await sql.LOCK_LIVE_SESSION.execute(driver, sid=session_id)
+
+    if key is None:
+        written = await write(expected)
+    else:
+        written = await _sealed_at_next_version(driver, expected, stored_version, write, lock)
+    if written is not None:
+        return written
     facts = await sql.STATE_FACTS.fetchrow(driver, sid=session_id)
     current = int(facts["version"] or 0) if facts is not None else None
     # The statement writes whenever the session is live and the version is as expected
@@ -81,9 +147,23 @@ async def write_profile(
     expected: int | None,
     key: DataKey | None = None,
 ) -> int:
-    values = rows.profile_values(profile, key, user_id)
-    version = await sql.WRITE_PROFILE.fetchval(driver, user_id=user_id, expected=expected, **values)
-    if version is not None:
-        return int(version)
-    current = await sql.PROFILE_VERSION.fetchval(driver, user_id=user_id)
-    raise rules.stale_profile(user_id, int(current or 0), expected)
+
+    async def write(base: int | None) -> int | None:
+        values = rows.profile_values(profile, key, user_id, (base or 0) + 1)
+        version = await sql.WRITE_PROFILE.fetchval(driver, user_id=user_id, expected=base, **values)
+        return None if version is None else int(version)
+
+    async def current() -> int:
+        return int(await sql.PROFILE_VERSION.fetchval(driver, user_id=user_id) or 0)
+
+    async def lock() -> None:
+        await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
+        await sql.LOCK_PROFILE.execute(driver, user_id=user_id)
+
+    if key is None:
+        written = await write(expected)
+    else:
+        written = await _sealed_at_next_version(driver, expected, current, write, lock)
+    if written is not None:
+        return written
+    raise rules.stale_profile(user_id, await current(), expected)

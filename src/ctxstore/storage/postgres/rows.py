@@ -24,6 +24,7 @@ from ctxstore.encryption import (
     document_aad,
     message_aad,
     message_aad_prefix,
+    opening_aad,
     pack_message,
     unpack_message,
 )
@@ -409,18 +410,21 @@ def _open_document(row: Any, keys: Keys | None, kind: str, owner_id: str) -> Any
         refuse_plaintext(keys, kind, owner_id)
         return row["document"]
     key = _key(keys, key_id, session_id)
-    plain = key.open(row["sealed"], document_aad(kind, owner_id), session_id=session_id)
-    return json.loads(plain)
+    sealed = row["sealed"]
+    aad = opening_aad(sealed, kind, owner_id, int(row["version"]))
+    return json.loads(key.open(sealed, aad, session_id=session_id))
 
 
 def _seal_document(
-    document: dict[str, Any], key: DataKey | None, kind: str, owner_id: str
+    document: dict[str, Any], key: DataKey | None, kind: str, owner_id: str, version: int
 ) -> tuple[str, int | None, bytes | None]:
-    """(document column, key_id, sealed): the JSON itself, or JSON null and its seal."""
+    """(document column, key_id, sealed): the JSON itself, or JSON null and its seal,
+    bound to ``version``, the version the write stores."""
     text = json.dumps(document, ensure_ascii=False)
     if key is None:
         return text, None, None
-    return "null", key.key_id, key.seal(text.encode("utf-8"), document_aad(kind, owner_id))
+    aad = document_aad(kind, owner_id, version)
+    return "null", key.key_id, key.seal(text.encode("utf-8"), aad)
 
 
 def refuse_plaintext(keys: Keys | None, kind: str, owner_id: str) -> None:
@@ -449,24 +453,30 @@ def summary_from_row(row: Any, session_id: str, keys: Keys | None = None) -> Sum
         refuse_plaintext(keys, "summary", session_id)
     else:
         key = _key(keys, key_id, session_id)
-        plain = key.open(sealed, document_aad("summary", session_id), session_id=session_id)
+        aad = opening_aad(sealed, "summary", session_id, int(row["summary_version"]))
+        plain = key.open(sealed, aad, session_id=session_id)
         fields["text"] = plain.decode("utf-8", "surrogatepass")
     return load_summary(fields, row["format_version"], session_id=session_id)
 
 
-def summary_values(text: str, key: DataKey | None, session_id: str) -> dict[str, Any]:
+def summary_values(
+    text: str, key: DataKey | None, session_id: str, version: int = 0
+) -> dict[str, Any]:
+    """The summary's text, or its seal bound to ``version`` (the one the write stores)."""
     if key is None:
         return {"text": text, "key_id": None, "sealed": None}
-    sealed = key.seal(text.encode("utf-8", "surrogatepass"), document_aad("summary", session_id))
+    aad = document_aad("summary", session_id, version)
+    sealed = key.seal(text.encode("utf-8", "surrogatepass"), aad)
     return {"text": "", "key_id": key.key_id, "sealed": sealed}
 
 
 def state_values(
-    state: ConsultationState, key: DataKey | None = None, session_id: str = ""
+    state: ConsultationState, key: DataKey | None = None, session_id: str = "", version: int = 0
 ) -> dict[str, Any]:
     """sql.STATE_COLUMNS: the state's typed columns (plaintext even when sealed: analytics
-    reads them in SQL), its document (sealed with ``key``) and its format."""
-    document, key_id, sealed = _seal_document(state.document(), key, "state", session_id)
+    reads them in SQL), its document (sealed with ``key``, bound to ``version``, the one
+    the write stores) and its format."""
+    document, key_id, sealed = _seal_document(state.document(), key, "state", session_id, version)
     values = {
         "stage": state.stage,
         "chief_complaint": state.chief_complaint,
@@ -485,13 +495,13 @@ def state_values(
 
 
 def profile_values(
-    profile: UserProfile, key: DataKey | None = None, user_id: str = ""
+    profile: UserProfile, key: DataKey | None = None, user_id: str = "", version: int = 0
 ) -> dict[str, Any]:
     """sql.PROFILE_COLUMNS: the profile's typed columns, its document and its format.
 
     Sealed, the typed columns are NULL (empty): no view reads them, and they are the
     user's own health facts."""
-    document, key_id, sealed = _seal_document(profile.document(), key, "profile", user_id)
+    document, key_id, sealed = _seal_document(profile.document(), key, "profile", user_id, version)
     plain = key is None
     values = {
         "age": profile.age if plain else None,

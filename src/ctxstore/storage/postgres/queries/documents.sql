@@ -71,3 +71,13 @@ SELECT version FROM user_profiles WHERE user_id = :user_id;
 -- Current profile.
 SELECT document, format_version, version, updated_at, key_id, sealed FROM user_profiles
  WHERE user_id = :user_id;
+
+-- name: lock_live_session --
+-- The live session row, locked as the summary and state functions lock it: a sealed write without an expected version takes turns here.
+SELECT FROM sessions AS s WHERE session_id = :sid AND (s.expires_at IS NULL
+    OR s.expires_at > now())
+   FOR NO KEY UPDATE;
+
+-- name: lock_profile --
+-- The profile row, locked: a sealed profile write without an expected version takes turns here.
+SELECT version FROM user_profiles WHERE user_id = :user_id FOR UPDATE;

@@ -116,7 +116,7 @@ UPDATE consultation_state_history SET document = 'null'::jsonb, key_id = :key_id
 
 -- name: profiles_batch --
 -- Profiles to re-encrypt.
-SELECT user_id, document, key_id, sealed FROM user_profiles AS t
+SELECT user_id, version, document, key_id, sealed FROM user_profiles AS t
  WHERE user_id > :after AND (t.key_id IS NULL OR t.key_id IN (SELECT key_id FROM data_keys
      WHERE retired_at IS NOT NULL))
  ORDER BY user_id LIMIT :batch_size FOR UPDATE SKIP LOCKED;
