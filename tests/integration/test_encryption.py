@@ -649,17 +649,17 @@ async def test_appends_by_writers_that_never_read_keep_the_chain(
 
 
 DOCUMENT_ROLLBACKS = {
-    "state v1 from history into the current row": (
+    "state: v1 from history into the current row": (
         "UPDATE consultation_states AS c SET sealed = h.sealed, key_id = h.key_id "
         "FROM consultation_state_history AS h "
         "WHERE h.session_id = c.session_id AND h.version = 1 AND c.session_id = 's'"
     ),
-    "summary v1 into v2": (
+    "summary: v1 into v2": (
         "UPDATE summaries AS n SET sealed = o.sealed, key_id = o.key_id FROM summaries AS o "
         "WHERE n.session_id = 's' AND o.session_id = 's' AND n.summary_version = 2 "
         "AND o.summary_version = 1"
     ),
-    "an old profile": (
+    "profile: an old copy": (
         "UPDATE user_profiles AS p SET sealed = o.sealed, key_id = o.key_id "
         "FROM old_profile AS o WHERE p.user_id = 'alice'"
     ),
@@ -685,7 +685,7 @@ async def test_documents_copied_across_versions_are_detected(
         "state": lambda: sealed.load_state("s"),
         "summary": lambda: sealed.load_summary("s"),
         "profile": lambda: sealed.load_profile("alice"),
-    }[rollback.split()[-1] if rollback.startswith("an") else rollback.split()[0]]
+    }[rollback.partition(":")[0]]
     with pytest.raises(CorruptDataError, match="integrity"):
         await read()
 

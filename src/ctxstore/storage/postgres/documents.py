@@ -31,16 +31,18 @@ LOCKED_ATTEMPTS = 3
 _Written = TypeVar("_Written")
 
 
-async def _sealed_at_next_version(
+async def _versioned(
     driver: Driver,
+    sealed: bool,
     expected: int | None,
     current: Callable[[], Awaitable[int]],
-    write: Callable[[int], Awaitable[_Written | None]],
+    write: Callable[[int | None], Awaitable[_Written | None]],
     lock: Callable[[], Awaitable[None]],
 ) -> _Written | None:
-    """``write(base)`` seals for version base + 1 and stores it only at ``base`` (None:
-    refused).  With ``expected``, one try; else at the current version, then locked."""
-    if expected is not None:
+    """``write(base)`` stores at ``base`` only (None: refused; a sealed write seals for
+    version base + 1).  Plaintext, or with ``expected``: one try; else at the current
+    version, then locked."""
+    if not sealed or expected is not None:
         return await write(expected)
     done = await write(await current())
     for _attempt in range(LOCKED_ATTEMPTS):
@@ -50,6 +52,15 @@ async def _sealed_at_next_version(
             await lock()
             done = await write(await current())
     return done
+
+
+def _session_lock(driver: Driver, session_id: str) -> Callable[[], Awaitable[None]]:
+    """The live session row, locked as the summary and state functions lock it."""
+
+    async def lock() -> None:
+        await sql.LOCK_LIVE_SESSION.execute(driver, sid=session_id)
+
+    return lock
 
 
 async def insert_summary(
@@ -77,13 +88,8 @@ async def insert_summary(
         facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
         return int(facts["latest"]) if facts is not None else 0
 
-    async def lock() -> None:
-        await sql.LOCK_LIVE_SESSION.execute(driver, sid=session_id)
-
-    if key is None:
-        row = await write(expected)
-    else:
-        row = await _sealed_at_next_version(driver, expected, latest_version, write, lock)
+    lock = _session_lock(driver, session_id)
+    row = await _versioned(driver, key is not None, expected, latest_version, write, lock)
     if row is not None:
         keys = None
         if key is not None:  # the row just written, sealed under ``key``
@@ -121,13 +127,8 @@ async def write_state(
         facts = await sql.STATE_FACTS.fetchrow(driver, sid=session_id)
         return int(facts["version"] or 0) if facts is not None else 0
 
-    async def lock() -> None:
-        await sql.LOCK_LIVE_SESSION.execute(driver, sid=session_id)
-
-    if key is None:
-        written = await write(expected)
-    else:
-        written = await _sealed_at_next_version(driver, expected, stored_version, write, lock)
+    lock = _session_lock(driver, session_id)
+    written = await _versioned(driver, key is not None, expected, stored_version, write, lock)
     if written is not None:
         return written
     facts = await sql.STATE_FACTS.fetchrow(driver, sid=session_id)
@@ -160,10 +161,7 @@ async def write_profile(
         await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
         await sql.LOCK_PROFILE.execute(driver, user_id=user_id)
 
-    if key is None:
-        written = await write(expected)
-    else:
-        written = await _sealed_at_next_version(driver, expected, current, write, lock)
+    written = await _versioned(driver, key is not None, expected, current, write, lock)
     if written is not None:
         return written
     raise rules.stale_profile(user_id, await current(), expected)
