@@ -72,6 +72,51 @@ class RotationReport:
         return f"{text}, {self.batches:,} batches, {self.seconds:.1f} s"
 
 
+@dataclass
+class MasterKeyStatus:
+    """Which master keys wrap data keys: the check of an erasure epoch's step 2 and 3
+    (docs/threat-model.md, "Erasure epochs")."""
+
+    current: str
+    wrapped: dict[str, int]  # master key id: data keys wrapped under it
+    idle: list[str]  # the provider's keys that wrap none (a Keyring's; a KMS lists none)
+
+    def summary(self) -> str:
+        lines = []
+        for master_key_id, count in sorted(self.wrapped.items()):
+            role = " (current)" if master_key_id == self.current else ""
+            lines.append(f"master key {master_key_id!r}{role} wraps {count:,} data keys")
+        stale = sorted(set(self.wrapped) - {self.current})
+        if stale:
+            lines.append(
+                f"not done: {', '.join(map(repr, stale))} still wrap data keys; run "
+                "`ctxstore rotate-keys` until only the current key does"
+            )
+        else:
+            lines.append(
+                f"done: only the current master key {self.current!r} wraps data keys; note "
+                "today's date"
+            )
+        for key_id in self.idle:
+            lines.append(
+                f"master key {key_id!r} wraps no data key: once every backup taken before "
+                "the rotate-keys run that emptied it has expired (CTXSTORE_BACKUP_RETENTION_"
+                "DAYS after that run), remove it from the keyring and destroy every copy"
+            )
+        return "\n".join(lines)
+
+
+async def master_key_status(driver: Driver, encryption: Encryption) -> MasterKeyStatus:
+    """What each master key wraps now; nothing is changed."""
+    with translated("rotate-keys --status"):
+        found = await sql.DATA_KEYS_BY_MASTER_KEY.fetch(driver)
+    wrapped = {row["master_key_id"]: int(row["data_keys"]) for row in found}
+    current = encryption.provider.current_key_id
+    known = getattr(encryption.provider, "key_ids", ())
+    idle = [key_id for key_id in known if key_id not in wrapped and key_id != current]
+    return MasterKeyStatus(current, wrapped, idle)
+
+
 async def rotate_keys(
     driver: Driver,
     encryption: Encryption,

@@ -14,7 +14,7 @@ from ctxstore import ContextManager, Message, PostgresStorage, TokenBudget
 from ctxstore.encryption import Encryption, KeyProvider, Keyring
 from ctxstore.errors import CorruptDataError, DataKeyDestroyedError, EncryptionKeyError
 from ctxstore.models import ConsultationState, UserProfile
-from ctxstore.rotate_keys import rotate_keys
+from ctxstore.rotate_keys import master_key_status, rotate_keys
 from ctxstore.storage.postgres import rows
 
 pytestmark = pytest.mark.asyncio
@@ -360,8 +360,15 @@ async def test_rotate_keys_rewraps_resumably(sealed: PostgresStorage, master: by
             )
         masters = [r[0] for r in await driver.fetch("SELECT master_key_id FROM data_keys")]
         assert sorted(masters) == ["k1", "k1", "k1", "k2", "k2"]
+        halfway = await master_key_status(driver, Encryption(rotated))
+        assert halfway.wrapped == {"k1": 3, "k2": 2} and halfway.idle == []
+        assert "not done: 'k1' still wrap" in halfway.summary()
         report = await rotate_keys(driver, Encryption(rotated), batch_size=2, show=False)
+        done = await master_key_status(driver, Encryption(rotated))
     assert report.rewrapped == 3 and "re-wrapped 3 data keys" in report.summary()
+    assert done.wrapped == {"k2": 5} and done.idle == ["k1"]
+    assert "done: only the current master key 'k2'" in done.summary()
+    assert "'k1' wraps no data key" in done.summary()
     only_new = Keyring({"k2": new})
     async with PostgresStorage.from_url(sealed.engine.url, encryption=Encryption(only_new)) as cold:
         for i in range(5):

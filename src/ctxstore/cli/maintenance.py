@@ -52,6 +52,12 @@ def register(commands: Commands) -> None:
         help="also seal every row again under fresh data keys",
     )
     rotate.add_argument(
+        "--status",
+        action="store_true",
+        help="change nothing: say which master keys wrap data keys and which can be "
+        "destroyed (the erasure epochs of docs/threat-model.md)",
+    )
+    rotate.add_argument(
         "--seal-plaintext",
         action="store_true",
         help="with --reencrypt, also seal plaintext rows (data written before encryption "
@@ -130,10 +136,12 @@ def purge_expired(args: argparse.Namespace, settings: Settings) -> int:
 
 def rotate_keys(args: argparse.Namespace, settings: Settings) -> int:
     from ctxstore.encryption import Encryption  # noqa: PLC0415
-    from ctxstore.rotate_keys import rotate_store_keys  # noqa: PLC0415
+    from ctxstore.rotate_keys import master_key_status, rotate_store_keys  # noqa: PLC0415
 
     url = database_url(args, settings)
     encryption = Encryption.from_settings(settings)
+    if args.status and (args.reencrypt or args.seal_plaintext):
+        raise ConfigurationError("--status changes nothing: it goes alone")
     if args.seal_plaintext:
         if not args.reencrypt:
             raise ConfigurationError("--seal-plaintext goes with --reencrypt")
@@ -141,6 +149,9 @@ def rotate_keys(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> str:
         async with PostgresStorage.from_url(url) as storage:
+            if args.status:
+                async with storage.maintenance("rotate-keys --status") as driver:
+                    return (await master_key_status(driver, encryption)).summary()
             report = await rotate_store_keys(
                 storage, encryption, batch_size=args.batch_size, reencrypt=args.reencrypt
             )

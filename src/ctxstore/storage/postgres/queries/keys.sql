@@ -30,6 +30,11 @@ SELECT key_id, owner, master_key_id, wrapped FROM data_keys
 -- Re-wrap key.
 UPDATE data_keys SET master_key_id = :master_key_id, wrapped = :wrapped WHERE key_id = :id;
 
+-- name: data_keys_by_master_key --
+-- How many data keys each master key wraps (rotate-keys --status).
+SELECT master_key_id, count(*) AS data_keys FROM data_keys GROUP BY master_key_id
+ ORDER BY master_key_id;
+
 -- name: any_retired --
 -- Any retired key.
 SELECT EXISTS (SELECT FROM data_keys WHERE retired_at IS NOT NULL);
