@@ -1,9 +1,11 @@
 """The cost of encryption at rest, plain vs encrypted in one run (issue 13 item 4).
 
 Two stores on one database, one without and one with ``Encryption``, timed round-robin:
-appending one turn (user + assistant) to a session, loading a 1,000-message session, and
-the 8,000-token context window (ContextManager.get_context) of that session.
-Target: encrypted within 10% of plain (ratio <= 1.10).
+appending one turn (user + assistant) to a session, the same by two processes in turn (so
+neither knows what the other appended: a sealed append then reads the session's chain
+first), loading a 1,000-message session, and the 8,000-token context window
+(ContextManager.get_context) of that session.
+Targets (issue 24): append and window within 10% of plain, load within 30%.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ TRIALS = 200
 STORED = 1_000
 BUDGET = 8_000
 TARGET = 1.10
+TARGETS = {f"load {STORED:,} messages": 1.30}
 
 
 async def main(url: URL) -> None:
@@ -30,8 +33,11 @@ async def main(url: URL) -> None:
     async with (
         PostgresStorage.from_url(url) as plain,
         PostgresStorage.from_url(url, encryption=encryption) as sealed,
+        PostgresStorage.from_url(url) as plain_other,
+        PostgresStorage.from_url(url, encryption=encryption) as sealed_other,
     ):
         stores = {"plain": plain, "encrypted": sealed}
+        others = {"plain": plain_other, "encrypted": sealed_other}
         for name, storage in stores.items():
             await storage.save(f"load-{name}", history(STORED), user_id=f"u-{name}")
             await storage.save(f"grow-{name}", history(10), user_id=f"u-{name}")
@@ -46,6 +52,20 @@ async def main(url: URL) -> None:
             )
             return lambda: storage.append(f"grow-{name}", turn, user_id=f"u-{name}")
 
+        def alternating(name: str) -> Callable[[], Awaitable[object]]:
+            writers, turns = (stores[name], others[name]), [0]
+            turn = [
+                Message(role="user", content="还疼吗？"),
+                Message(role="assistant", content="好多了。"),
+            ]
+
+            def one() -> Awaitable[object]:
+                turns[0] += 1
+                writer = writers[turns[0] % 2]
+                return writer.append(f"shared-{name}", turn, user_id=f"u-{name}")
+
+            return one
+
         def load(name: str) -> Callable[[], Awaitable[object]]:
             storage = stores[name]
             return lambda: storage.load(f"load-{name}")
@@ -57,6 +77,7 @@ async def main(url: URL) -> None:
         results = {}
         for label, make in (
             ("append one turn", append),
+            ("append, two writers in turn", alternating),
             (f"load {STORED:,} messages", load),
             (f"{BUDGET:,}-token window", window),
         ):
@@ -68,12 +89,13 @@ async def main(url: URL) -> None:
             f"{plain_ms:.3f}",
             f"{sealed_ms:.3f}",
             f"{sealed_ms / plain_ms:.2f}x",
-            "met" if sealed_ms / plain_ms <= TARGET else "MISSED",
+            "met" if sealed_ms / plain_ms <= TARGETS.get(label, TARGET) else "MISSED",
+            f"{TARGETS.get(label, TARGET):.2f}x",
         )
         for label, (plain_ms, sealed_ms) in results.items()
     ]
     print(f"\nEncryption at rest: median ms of {TRIALS}, interleaved")
-    print(table(rows, ("operation", "plain ms", "encrypted ms", "ratio", f"<= {TARGET:.2f}x")))
+    print(table(rows, ("operation", "plain ms", "encrypted ms", "ratio", "", "target")))
 
 
 if __name__ == "__main__":

@@ -723,3 +723,44 @@ async def test_unconditional_sealed_document_writes_never_conflict(
         assert (await one.load_state("d")).version == 16  # type: ignore[union-attr]
         assert (await one.load_profile("alice")).version == 16  # type: ignore[union-attr]
         assert len(await two.state_history("d")) == 16
+
+
+async def test_rotate_keys_command_seals_plaintext_only_when_told(
+    database_url: URL, keyring: Keyring, master: bytes
+) -> None:
+    """`ctxstore rotate-keys --reencrypt` leaves data from before encryption as it is and
+    says so; `--seal-plaintext` seals it; `--status` changes nothing and goes alone."""
+    import base64  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    async with PostgresStorage.from_url(database_url) as plain:
+        await plain.save("before", conversation(2, "plain"), user_id="alice")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CTXSTORE_")}
+    env |= {
+        "CTXSTORE_DATABASE_URL": database_url.render_as_string(False),
+        "CTXSTORE_MASTER_KEYS": f"k1:{base64.b64encode(master).decode()}",
+    }
+
+    def ctxstore(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctxstore.cli", "rotate-keys", *arguments],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    strict = await asyncio.to_thread(ctxstore, "--reencrypt")
+    assert strict.returncode == 0, strict.stderr
+    assert "left 1 unsealed or corrupt" in strict.stdout and "'before'" in strict.stdout
+    sealing = await asyncio.to_thread(ctxstore, "--reencrypt", "--seal-plaintext")
+    assert sealing.returncode == 0, sealing.stderr
+    async with PostgresStorage.from_url(database_url, encryption=Encryption(keyring)) as sealed:
+        assert await sealed.load("before") == conversation(2, "plain")
+        assert SECRET not in await everything_as_text(sealed)
+    status = await asyncio.to_thread(ctxstore, "--status")
+    assert status.returncode == 0 and "done: only the current master key 'k1'" in status.stdout
+    alone = await asyncio.to_thread(ctxstore, "--status", "--reencrypt")
+    assert alone.returncode != 0 and "goes alone" in alone.stderr
+    assert "Traceback" not in alone.stderr

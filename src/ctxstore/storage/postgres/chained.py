@@ -7,14 +7,16 @@ the very chain stored, never leave it unknown as a plaintext append may.
 - A process that knows the session (it loaded or wrote it last) extends its chain and
   calls the append with that version expected: one statement, as for plaintext.
 - Otherwise, or when that call was refused because another writer got in between
-  (nothing written), it locks the session row in a transaction, resumes the chain from
-  the stored hash, and appends at the version it holds locked: writers of one session
-  take turns there instead of retrying.  The user's lock comes first, as in every write
-  naming a user (lock order: user, session row, keys).
+  (nothing written), it reads the session's version, count and hash, resumes the chain
+  from the stored hash and appends at that version: two statements.
+- Refused again, it does the same in a transaction that locks the session row first:
+  writers of one session take turns there instead of retrying.  The user's lock comes
+  first, as in every write naming a user (lock order: user, session row, keys).
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +30,9 @@ from ctxstore.storage.postgres.saving import Hasher, KeysFor
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.storage.rules import NEW_SESSION, Limits
 
-#: Tries of the locked append: only writers creating the same new session meanwhile
-#: make one fail (nothing written), and the next try then locks the row they made.
+#: Tries after the first: one unlocked, then locked ones, which only writers creating
+#: the same new session meanwhile can make fail (nothing written; the next try then locks
+#: the row they made).
 ATTEMPTS = 5
 
 
@@ -44,10 +47,12 @@ class Base:
     expired: bool = False  # stored, but expired: to be purged before the append
 
 
-async def read_base(driver: Driver, session_id: str, keys_for: KeysFor) -> Base:
-    """The session as stored, its row locked (in the caller's transaction), its chain
-    resumed from the stored hash."""
-    facts = await sql.LOCK_SESSION_FACTS.fetchrow(driver, sid=session_id)
+async def read_base(driver: Driver, session_id: str, keys_for: KeysFor, *, locked: bool) -> Base:
+    """The session as stored (``locked``: its row locked, in the caller's transaction),
+    its chain resumed from the stored hash."""
+    facts = await (sql.LOCK_SESSION_FACTS if locked else sql.SESSION_FACTS).fetchrow(
+        driver, sid=session_id
+    )
     if facts is None:
         return Base(NEW_SESSION, 0, None, None)
     if facts["expired"]:
@@ -82,11 +87,12 @@ async def append(
             done = await _append_at(driver, base, key, added_digests, values)
             if done is not None:
                 return done
-    for _attempt in range(ATTEMPTS):
-        async with driver.transaction():
-            if user_id is not None:
+    for attempt in range(ATTEMPTS):
+        locked = attempt > 0
+        async with driver.transaction() if locked else nullcontext():
+            if locked and user_id is not None:
                 await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
-            base = await read_base(driver, session_id, keys_for)
+            base = await read_base(driver, session_id, keys_for, locked=locked)
             if base.expired:
                 done = None
             else:
@@ -107,7 +113,7 @@ async def append(
                     "destroyed with it; nothing was written"
                 )
             continue
-        # only a session created meanwhile by another writer gets here: lock it now
+        # refused: a writer got in between (next: locked), or created the session
     raise ConflictError(
         f"append to {session_id!r}: other writers kept creating it during {ATTEMPTS} "
         "tries; nothing was written, try again",
