@@ -27,7 +27,7 @@ PLANS = Path(__file__).resolve().parents[1] / "docs" / "analytics-plans.md"
 async def main(url: URL, sessions: int, write_plans: bool) -> None:
     async with PostgresStorage.from_url(url) as storage:
         seeded = await seeded_and_analyzed(storage, sessions)
-        week_ago = datetime.now(UTC) - timedelta(days=7)
+        week_ago = datetime.now(UTC).date() - timedelta(days=7)  # windows are whole days
         timings = []
         for name in REPORTS:
             for label, since in (("all time", None), ("last 7 days", week_ago)):
@@ -49,7 +49,13 @@ async def main(url: URL, sessions: int, write_plans: bool) -> None:
                     ):
                         parameters = {"since": since, "until": None, "bucket": "day", "limit": 20}
                         rows = await conn.execute(
-                            text("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) " + sql),
+                            text(
+                                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
+                                # the exact columns are in this view since revision 0016
+                                + sql.replace(
+                                    "analytics_consultations", "analytics_consultation_details"
+                                )
+                            ),
                             parameters,
                         )
                         plans.append((f"{name}, {label}", "\n".join(row[0] for row in rows)))

@@ -2,6 +2,9 @@
 report ran before 0012 (the views read directly: tests/analytics_reports_0011.py), in one
 run on one database, alternating sample by sample; both must answer the same.
 
+The database is taken back to revision 0015, the last with the views 0011 read (0016
+coarsens them and takes windows of whole days only).
+
 Run: python -m benchmarks.bench_analytics_definer [--sessions N]
 """
 
@@ -20,6 +23,10 @@ from tests.analytics_reports_0011 import REPORT_SQL as REPORT_0011
 from benchmarks.common import bench_database, seeded_and_analyzed, table
 from ctxstore import PostgresStorage
 from ctxstore.analytics import REPORT_SQL, REPORTS
+from ctxstore.db import migrations
+
+#: What run_report ran from revision 0012 to 0015: the v1 functions.
+REPORT_0012 = {name: sql.replace("_v2(", "_v1(") for name, sql in REPORT_SQL.items()}
 
 
 async def main(url: URL, sessions: int, rounds: int) -> None:
@@ -31,7 +38,10 @@ async def main(url: URL, sessions: int, rounds: int) -> None:
             for name in REPORTS:
                 for label, since in (("all time", None), ("last 7 days", week_ago)):
                     old_sql = ALL_TIME_0011.get(name) if since is None else None
-                    contenders = {"before": old_sql or REPORT_0011[name], "after": REPORT_SQL[name]}
+                    contenders = {
+                        "before": old_sql or REPORT_0011[name],
+                        "after": REPORT_0012[name],
+                    }
                     values = {"since": since, "until": None, "bucket": "day", "limit": 20}
                     timed: dict[str, list[float]] = {"before": [], "after": []}
                     answers = {}
@@ -54,4 +64,5 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     options = parser.parse_args()
     with bench_database() as database_url:
+        migrations.downgrade(database_url, "0015")
         asyncio.run(main(database_url, options.sessions, options.rounds))

@@ -5,10 +5,12 @@ Every report is a SECURITY DEFINER function over the ``analytics_*`` views (revi
 PostgreSQL and on Citus alike.  That role reads no message content, summary text,
 profile, user id or session id (revision 0008): consultations are pseudonymous, and a
 free-text value (complaint, body part, symptom, red flag, symptom duration) is counted, and
-shown only when at least ``min_group_size`` consultations have it (default 5; see
-:func:`set_min_group_size`).  ``since`` and ``until`` select consultations by their first
-activity (the first message's time, else the session's creation):
-``since <= first_activity < until``.
+shown only when at least ``min_group_size`` (k; default 5, see :func:`set_min_group_size`)
+of a day's consultations have it and at least k of them don't; a window counts the sum
+of its days' shown counts (revision 0016, so no two windows difference to a consultation).
+``since`` and ``until`` select consultations by their first activity (the first
+message's time, else the session's creation): ``since <= first_activity < until``; each
+is a whole day, a :class:`~datetime.date` or a UTC midnight, or None (open).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -35,17 +37,17 @@ from ctxstore.settings import MIN_GROUP_SIZE_RANGE
 STAGE_ORDER = ("greeting", "collecting_details", "assessing", "advising", "completed")
 
 
-# Each report is a SECURITY DEFINER function (revision 0012; 0008 for the frequencies):
+# Each report is a SECURITY DEFINER function (revision 0016, whole days only):
 # it runs as the owner, so the analytics role needs no privilege on the tables, on
 # PostgreSQL and on Citus alike.
 _WINDOW = "CAST(:since AS timestamptz), CAST(:until AS timestamptz)"
 
 REPORT_SQL: dict[str, str] = {
-    "overview": f"SELECT * FROM analytics_overview_v1({_WINDOW})",
-    "funnel": f"SELECT * FROM analytics_funnel_v1({_WINDOW})",
-    "transitions": f"SELECT * FROM analytics_transitions_v1({_WINDOW})",
-    "durations": f"SELECT * FROM analytics_durations_v1({_WINDOW})",
-    "red-flags": f"SELECT * FROM analytics_red_flags_v1(:bucket, {_WINDOW})",
+    "overview": f"SELECT * FROM analytics_overview_v2({_WINDOW})",
+    "funnel": f"SELECT * FROM analytics_funnel_v2({_WINDOW})",
+    "transitions": f"SELECT * FROM analytics_transitions_v2({_WINDOW})",
+    "durations": f"SELECT * FROM analytics_durations_v2({_WINDOW})",
+    "red-flags": f"SELECT * FROM analytics_red_flags_v2(:bucket, {_WINDOW})",
 }
 
 #: report: the kind of value it counts (also its value column).  Each counts consultations
@@ -60,7 +62,7 @@ _FREQUENCIES = {
 for _report, _kind in _FREQUENCIES.items():
     REPORT_SQL[_report] = f"""
         SELECT f.value AS {_kind}, f.consultations
-          FROM analytics_frequencies_v1('{_kind}', {_WINDOW}) AS f
+          FROM analytics_frequencies_v2('{_kind}', {_WINDOW}) AS f
          ORDER BY f.consultations DESC, f.value
          LIMIT :limit"""
 
@@ -223,18 +225,45 @@ def _order_funnel(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     ]
 
 
+def whole_day(name: str, value: date | datetime | None) -> datetime | None:
+    """``value`` as the UTC midnight it is: a window of whole days only, so no two
+    windows differ by one consultation (issue 24).  A naive datetime is taken as UTC."""
+    if value is None:
+        return None
+    if not isinstance(value, date):
+        raise InvalidInputError(
+            f"{name} must be a date or a datetime at UTC midnight, not {type(value).__name__}"
+        )
+    if not isinstance(value, datetime):
+        return datetime.combine(value, time(), tzinfo=UTC)
+    try:
+        moment = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidInputError(
+            f"{name} {value.isoformat()} is outside years 1-9999 in UTC"
+        ) from None
+    if moment.time() != time():
+        raise InvalidInputError(
+            f"{name} must be a whole day (UTC midnight), such as {moment.date().isoformat()}, "
+            f"not {value.isoformat()}: analytics windows are whole days, so that no two "
+            "windows differ by a single consultation"
+        )
+    return moment
+
+
 async def run_report(
     engine: AsyncEngine,
     name: str,
     *,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: date | datetime | None = None,
+    until: date | datetime | None = None,
     per: Literal["day", "week"] = "day",
     limit: int = 20,
 ) -> Report:
-    """Run one of REPORTS."""
+    """Run one of REPORTS over the whole days from ``since`` to ``until`` (see the module)."""
     if name not in REPORT_SQL:
         raise InvalidInputError(f"unknown report {name!r}; choose from {', '.join(REPORTS)}")
+    start, end = whole_day("since", since), whole_day("until", until)
     if per not in ("day", "week"):
         raise InvalidInputError("per must be 'day' or 'week'")
     if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
@@ -242,7 +271,7 @@ async def run_report(
             f"limit must be an integer from 1 to {MAX_LIMIT:,} (rows of a frequency report), "
             f"not {limit!r}"
         )
-    parameters: dict[str, Any] = {"since": since, "until": until}
+    parameters: dict[str, Any] = {"since": start, "until": end}
     if name == "red-flags":
         parameters["bucket"] = per
     if name in _FREQUENCIES:

@@ -9,7 +9,9 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import pytest
 from sqlalchemy import URL
 
@@ -128,6 +130,42 @@ async def test_an_analytics_login_runs_every_report(
             assert json.loads(ctxstore(*arguments, analyst)) == json.loads(
                 ctxstore(*arguments, owner)
             ), (report, window)
+
+
+async def test_an_analyst_gets_whole_day_counts_on_the_cluster(
+    database_url: URL, logins: dict[str, URL]
+) -> None:
+    """Revision 0016 on the shards: a value counts per day when k of the day's
+    consultations have it and k don't; a window not of whole days is refused."""
+    day = datetime(2020, 3, 2, 8, tzinfo=UTC)
+    tag = uuid.uuid4().hex[:6]
+    async with PostgresStorage.from_url(database_url) as storage:
+        for index in range(13):
+            # 10 on the day: "ache" for 8 (hidden: 2 without), "knee" for 5 (shown); then
+            # 3 on the next day with both (hidden: fewer than k that day)
+            late = index >= 10
+            start = day + timedelta(days=int(late), minutes=index)
+            session_id = f"whole-day-{tag}-{index}"
+            messages = [Message(role="user", content="hi", timestamp=start)]
+            await storage.save(session_id, messages, user_id=f"u-{tag}")
+            state = {
+                **KNEE_STATE,
+                "chief_complaint": f"ache {tag}" if index < 8 or late else f"cough {tag}",
+                "body_parts": ["knee"] if index < 5 or late else [],
+            }
+            await storage.save_state(session_id, state)
+    analyst = plain(logins["analytics"])
+    shown = {}
+    for report in ("complaints", "body-parts"):
+        arguments = ("analytics", report, "--since", "2020-03-02", "--until", "2020-03-04")
+        shown[report] = json.loads(
+            ctxstore(*arguments, "--format", "json", "--database-url", analyst)
+        )
+    assert shown["complaints"] == []
+    assert shown["body-parts"] == [{"body_part": "knee", "consultations": 5}]
+    refused = "SELECT * FROM analytics_value_frequencies_v2('body_part', $1, NULL)"
+    with pytest.raises(asyncpg.InvalidParameterValueError, match="whole day"):
+        await query(logins["analytics"], refused, day)
 
 
 @pytest.fixture

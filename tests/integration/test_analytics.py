@@ -156,22 +156,33 @@ async def test_frequencies_show_values_at_least_min_group_size_consultations_sha
     known: PostgresStorage,
 ) -> None:
     assert await set_min_group_size(known.engine, 2) == 5  # the default
+    # Counted per UTC day (revision 0016): a day's value shows when k or more of the day's
+    # consultations have it and k or more don't.  Day 1: A and B both 膝盖下坠感 (none
+    # without it: hidden); day 2: C and D, no value twice; day 3: E alone.
+    assert await report(known, "complaints") == []
+    for extra in ("F", "G"):  # two more on day 1, with other values
+        await known.save(extra, talk(DAY1 + timedelta(hours=5), 1, 1.0), user_id=f"u-{extra}")
+        await known.save_state(extra, state("assessing", "头痛", ["头"], ["麻木"], []))
     complaints = await report(known, "complaints")
     # 脚踝扭伤 and 腰痛 are one consultation's each: suppressed
-    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [("膝盖下坠感", 2)]
-    parts = await report(known, "body-parts")
-    assert [(r["body_part"], r["consultations"]) for r in parts] == [("膝盖", 2)]
-    symptoms = await report(known, "symptoms")
-    assert [(r["symptom"], r["consultations"]) for r in symptoms] == [
-        ("下坠感", 2),
-        ("疼痛", 2),
+    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [
+        ("头痛", 2),
+        ("膝盖下坠感", 2),
     ]
+    parts = await report(known, "body-parts")
+    assert [(r["body_part"], r["consultations"]) for r in parts] == [("头", 2), ("膝盖", 2)]
+    symptoms = await report(known, "symptoms")
+    # 疼痛: A on day 1, C on day 2, once each day: suppressed
+    assert [(r["symptom"], r["consultations"]) for r in symptoms] == [("下坠感", 2), ("麻木", 2)]
     assert await report(known, "red-flag-types") == []  # 无法负重 and 发热: once each
     assert await report(known, "symptom-durations") == []
-    # A window counts its own consultations, suppressed the same way: A and B on day 1
-    day1 = await report(known, "complaints", since=DAY1, until=DAY2)
-    assert [(r["chief_complaint"], r["consultations"]) for r in day1] == [("膝盖下坠感", 2)]
-    assert await report(known, "symptoms", since=DAY2) == []  # C and D: 疼痛 once
+    # A window counts its own days, suppressed the same way
+    day1 = await report(known, "complaints", since=midnight(DAY1), until=midnight(DAY2))
+    assert [(r["chief_complaint"], r["consultations"]) for r in day1] == [
+        ("头痛", 2),
+        ("膝盖下坠感", 2),
+    ]
+    assert await report(known, "symptoms", since=midnight(DAY2)) == []
     await set_min_group_size(known.engine, 3)
     assert await report(known, "complaints") == []
 
@@ -180,18 +191,24 @@ async def test_by_default_a_value_needs_five_consultations(known: PostgresStorag
     assert await min_group_size(known.engine) == 5
     for name in ("complaints", "body-parts", "symptoms", "red-flag-types", "symptom-durations"):
         assert await report(known, name) == [], name
+    day = midnight(DAY3) + timedelta(days=1)
     async with known.engine.begin() as conn:
-        # three more knee consultations: 膝盖下坠感 reaches five
-        for extra in range(3):
+        # ten more consultations on one day: five with 膝盖下坠感, five with 头痛
+        for extra in range(10):
             await conn.execute(
-                text("INSERT INTO sessions (session_id, user_id) VALUES (:s, 'u');").bindparams(
-                    s=f"knee-{extra}"
-                )
+                text(
+                    "INSERT INTO sessions (session_id, user_id, first_activity_at, "
+                    "last_activity_at) VALUES (:s, 'u', :t, :t)"
+                ).bindparams(s=f"extra-{extra}", t=day + timedelta(minutes=extra))
             )
-    for extra in range(3):
-        await known.save_state(f"knee-{extra}", state("assessing", "膝盖下坠感", [], [], []))
+    for extra in range(10):
+        complaint = "膝盖下坠感" if extra < 5 else "头痛"
+        await known.save_state(f"extra-{extra}", state("assessing", complaint, [], [], []))
     complaints = await report(known, "complaints")
-    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [("膝盖下坠感", 5)]
+    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [
+        ("头痛", 5),
+        ("膝盖下坠感", 5),
+    ]
 
 
 async def test_the_min_group_size_is_at_least_two(known: PostgresStorage) -> None:
@@ -218,14 +235,14 @@ async def test_red_flags_per_day_and_week(known: PostgresStorage) -> None:
 
 
 async def test_since_and_until_select_by_first_activity(known: PostgresStorage) -> None:
-    (row,) = await report(known, "overview", since=DAY2, until=DAY3)
+    (row,) = await report(known, "overview", since=midnight(DAY2), until=midnight(DAY3))
     assert row["consultations"] == 2  # C and D
-    funnel = await report(known, "funnel", since=DAY2)
+    funnel = await report(known, "funnel", since=midnight(DAY2))
     assert [(r["stage"], r["reached"]) for r in funnel][:2] == [
         ("greeting", 2),
         ("collecting_details", 1),
     ]
-    assert await report(known, "complaints", until=DAY1) == []
+    assert await report(known, "complaints", until=midnight(DAY1)) == []
 
 
 async def test_durations_by_final_stage(known: PostgresStorage) -> None:
@@ -234,7 +251,7 @@ async def test_durations_by_final_stage(known: PostgresStorage) -> None:
     assert rows[None]["consultations"] == 1  # E has no state
 
 
-def test_analytics_command_renders_table_json_and_csv(
+async def test_analytics_command_renders_table_json_and_csv(
     known: PostgresStorage, database_url: URL
 ) -> None:
     env = {**os.environ, "CTXSTORE_DATABASE_URL": database_url.render_as_string(False)}
@@ -248,6 +265,9 @@ def test_analytics_command_renders_table_json_and_csv(
             check=False,
         )
 
+    for extra in ("F", "G"):  # day 1: A and B with 膝盖下坠感, F and G without (see above)
+        await known.save(extra, talk(DAY1 + timedelta(hours=5), 1, 1.0), user_id=f"u-{extra}")
+        await known.save_state(extra, state("assessing", "头痛", ["头"], ["麻木"], []))
     changed = ctxstore("db", "min-group-size", "2")
     assert changed.returncode == 0, changed.stderr
     assert changed.stdout.strip() == "min group size 5 -> 2"
@@ -261,7 +281,14 @@ def test_analytics_command_renders_table_json_and_csv(
     assert outputs["table"].splitlines()[0].split() == ["chief_complaint", "consultations"]
     assert "膝盖下坠感" in outputs["table"]
     assert '"consultations": 2' in outputs["json"]
-    assert outputs["csv"].splitlines()[1] == "膝盖下坠感,2"
+    assert "膝盖下坠感,2" in outputs["csv"].splitlines()[1:]
+    # windows of whole days only (revision 0016)
+    day = ctxstore("analytics", "complaints", "--since", "2026-11-02", "--until", "2026-11-03")
+    assert day.returncode == 0, day.stderr
+    assert "膝盖下坠感" in day.stdout
+    refused = ctxstore("analytics", "complaints", "--since", "2026-11-02T09:00")
+    assert refused.returncode == 2 and "--since" in refused.stderr
+    assert "not a whole day (UTC midnight)" in refused.stderr
     for output in outputs.values():
         assert "脚踝扭伤" not in output and "腰痛" not in output  # one consultation each
     refused = ctxstore("db", "min-group-size", "1")
@@ -324,7 +351,8 @@ async def test_the_analytics_role_reads_the_views(known: PostgresStorage) -> Non
         "WHERE table_name LIKE 'analytics_%'",
     )
     names = set(columns[0][0].split(","))
-    assert "consultation" in names and "duration_seconds" in names
+    assert {"consultation", "first_day", "duration_bucket"} <= names
+    assert not {"duration_seconds", "first_activity_at"} & names  # revision 0016
     assert (
         not {
             "content",

@@ -56,13 +56,13 @@ VIEWS = {
     "analytics_suppression",
 }
 WINDOW = "timestamp with time zone,timestamp with time zone"
-FUNCTION = f"analytics_value_frequencies(text,{WINDOW})"
+FUNCTION = f"analytics_value_frequencies_v2(text,{WINDOW})"
 FUNCTIONS = {
     FUNCTION,
-    *(f"analytics_{report}_v1({WINDOW})" for report in ("overview", "funnel", "transitions")),
-    f"analytics_durations_v1({WINDOW})",
-    f"analytics_red_flags_v1(text,{WINDOW})",
-    f"analytics_frequencies_v1(text,{WINDOW})",
+    *(f"analytics_{report}_v2({WINDOW})" for report in ("overview", "funnel", "transitions")),
+    f"analytics_durations_v2({WINDOW})",
+    f"analytics_red_flags_v2(text,{WINDOW})",
+    f"analytics_frequencies_v2(text,{WINDOW})",
     "analytics_min_group_size_v1()",
 }
 KINDS = ("chief_complaint", "body_part", "symptom", "red_flag", "symptom_duration")
@@ -76,7 +76,8 @@ def consultation(i: int) -> dict[str, Any]:
         "chief_complaint": "common knee ache"
         if i < 6
         else ("pair complaint zq" if i < 8 else f"rare complaint {i} zq"),
-        "body_parts": ["knee"] + (["rare elbow zq"] if i < K - 1 else []),
+        # knee: 7 of 12, so 5 without (revision 0016 hides a value fewer than k lack)
+        "body_parts": (["knee"] if i < 7 else []) + (["rare elbow zq"] if i < K - 1 else []),
         "symptoms": (["swelling"] if i < K else []) + (["rare tingling zq"] if i == 11 else []),
         "red_flags": (["cannot bear weight"] if 3 <= i < 3 + K else [])
         + (["rare fever zq"] if i in (0, 9) else []),
@@ -98,7 +99,9 @@ class Seeded:
 async def seed(url: URL) -> tuple[list[str], list[str], list[datetime]]:
     session_ids = [f"sess-{uuid.uuid4().hex}" for _ in range(12)]
     user_ids = [f"user-{uuid.uuid4().hex}" for _ in range(11)]
-    starts = [START + timedelta(hours=5 * i) for i in range(12)]
+    # one UTC day: revision 0016 counts free text per day, a day's cell shown for k or
+    # more consultations with the value and k or more without
+    starts = [START + timedelta(minutes=50 * i) for i in range(12)]
     async with PostgresStorage.from_url(url) as storage:
         for i, session_id in enumerate(session_ids):
             user_id = user_ids[min(i, 10)]  # the last two share a user
@@ -249,7 +252,7 @@ async def test_free_text_shows_only_for_k_consultations_or_more(analyst: AsyncCo
     assert await values("analytics_complaint_frequencies", "chief_complaint") == {
         "common knee ache": 6
     }
-    assert await values("analytics_body_part_frequencies", "body_part") == {"knee": 12}
+    assert await values("analytics_body_part_frequencies", "body_part") == {"knee": 7}
     assert await values("analytics_symptom_frequencies", "symptom") == {"swelling": K}
     assert await values("analytics_red_flag_frequencies", "red_flag") == {"cannot bear weight": K}
     assert await values("analytics_symptom_duration_frequencies", "symptom_duration") == {
@@ -271,16 +274,17 @@ async def test_the_windowed_counts_suppress_the_same_way(
         )
     )
     assert set(executable.scalars()) == FUNCTIONS
-    # All time, each consultation alone, and windows of growing size.
+    # All time and windows of whole days (revision 0016 refuses any other).
+    day = START.replace(hour=0)
     windows: list[tuple[datetime | None, datetime | None]] = [(None, None)]
-    windows += [(start, start + timedelta(seconds=1)) for start in seeded.starts]
-    windows += [(START, START + timedelta(hours=5 * n)) for n in range(1, 13)]
+    windows += [(day + timedelta(days=n), day + timedelta(days=n + 1)) for n in range(-1, 2)]
+    windows += [(day, None), (None, day), (None, day + timedelta(days=1))]
     found: dict[str, set[str]] = {kind: set() for kind in KINDS}
     for kind in KINDS:
         for since, until in windows:
             rows = list(
                 await analyst.execute(
-                    text("SELECT * FROM analytics_value_frequencies(:k, :s, :u)"),
+                    text("SELECT * FROM analytics_value_frequencies_v2(:k, :s, :u)"),
                     {"k": kind, "s": since, "u": until},
                 )
             )
@@ -290,13 +294,14 @@ async def test_the_windowed_counts_suppress_the_same_way(
     assert found["chief_complaint"] == {"common knee ache"}
     assert found["symptom"] == {"swelling"}
     with pytest.raises(DBAPIError, match="unknown kind"):
-        await analyst.execute(text("SELECT * FROM analytics_value_frequencies('document')"))
+        await analyst.execute(text("SELECT * FROM analytics_value_frequencies_v2('document')"))
 
 
 async def test_every_report_runs_as_the_role_and_shows_nothing_hidden(seeded: Seeded) -> None:
     """The reports are functions run as the owner: the analyst gets what the owner gets,
     all time and over windows, and no id or rare value in any cell."""
-    windows = [(None, None), (START, START + timedelta(hours=20)), (START, None)]
+    day = START.replace(hour=0)
+    windows = [(None, None), (day, day + timedelta(days=1)), (day, None)]
     owner = create_engine(seeded.url, pooled=False)
     analyst = create_engine(seeded.login_url, pooled=False)
     try:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import URL, text
+from sqlalchemy.exc import DBAPIError
 
 from ctxstore import CtxStoreError, Message, PostgresStorage
 from ctxstore.db import migrations
@@ -289,10 +292,9 @@ WINDOWS = [None, datetime(2020, 1, 1, tzinfo=UTC), datetime(2999, 1, 1, tzinfo=U
 Answers = dict[tuple[str, object], list[tuple[object, ...]]]
 
 
-async def reports_over_the_views(url: URL) -> Answers:
-    """Every report's SQL as of revision 0011 (the views read directly), for each window."""
+async def sql_reports(url: URL, sql_of: Callable[[str, object], str]) -> Answers:
+    """Every report as the SQL ``sql_of(report, since)``, for each window."""
     from ctxstore.analytics import REPORTS  # noqa: PLC0415
-    from tests.analytics_reports_0011 import ALL_TIME_SQL, REPORT_SQL  # noqa: PLC0415
 
     engine = create_engine(url, pooled=False)
     found: Answers = {}
@@ -300,13 +302,24 @@ async def reports_over_the_views(url: URL) -> Answers:
         async with engine.connect() as conn:
             for name in REPORTS:
                 for since in WINDOWS:
-                    sql = ALL_TIME_SQL.get(name, REPORT_SQL[name]) if since is None else None
                     values = {"since": since, "until": None, "bucket": "day", "limit": 20}
-                    result = await conn.execute(text(sql or REPORT_SQL[name]), values)
+                    result = await conn.execute(text(sql_of(name, since)), values)
                     found[name, since] = [tuple(row) for row in result]
     finally:
         await engine.dispose()
     return found
+
+
+async def reports_over_the_views(url: URL) -> Answers:
+    """Every report's SQL as of revision 0011 (the views read directly), for each window."""
+    from tests.analytics_reports_0011 import ALL_TIME_SQL, REPORT_SQL  # noqa: PLC0415
+
+    return await sql_reports(
+        url,
+        lambda name, since: (
+            ALL_TIME_SQL.get(name, REPORT_SQL[name]) if since is None else REPORT_SQL[name]
+        ),
+    )
 
 
 async def reports(url: URL) -> Answers:
@@ -326,6 +339,15 @@ async def reports(url: URL) -> Answers:
     return found
 
 
+async def reports_v1(url: URL) -> Answers:
+    """Every report through its function of revision 0012 (``analytics_*_v1``), as
+    ``run_report`` called them until revision 0016, for each window (the funnel sorted)."""
+    from ctxstore.analytics import REPORT_SQL  # noqa: PLC0415
+
+    found = await sql_reports(url, lambda name, _: REPORT_SQL[name].replace("_v2(", "_v1("))
+    return {key: sorted(rows) if key[0] == "funnel" else rows for key, rows in found.items()}
+
+
 async def seed_consultations(url: URL) -> None:
     state = {"chief_complaint": "膝盖下坠感", "symptoms": ["酸"]}
     async with PostgresStorage.from_url(url) as storage:
@@ -335,24 +357,33 @@ async def seed_consultations(url: URL) -> None:
                 await storage.save_state(f"c{index}", {**state, "stage": stage})
 
 
-def test_reports_on_data_seeded_at_0011_answer_the_same_through_0012_and_back(
-    empty_database_url: URL,
-) -> None:
-    """0012 makes each report a SECURITY DEFINER function: an analytics login gets from it
-    exactly what the report's SQL over the views gave at 0011, all time and windowed; back
-    at 0011 the functions are gone and the views answer as before."""
+@contextmanager
+def seeded_with_an_analyst(url: URL, revision: str) -> Iterator[URL]:
+    """``url`` migrated to ``revision`` and seeded (seed_consultations); a login in its
+    analytics role, dropped after."""
     from tests.integration.test_deidentified_analytics import (  # noqa: PLC0415
         create_login,
         drop_login,
         read_roles,
     )
 
-    url = empty_database_url
-    migrations.upgrade(url, "0011")
+    migrations.upgrade(url, revision)
     asyncio.run(seed_consultations(url))
     login, password = asyncio.run(create_login(url, asyncio.run(read_roles(url)).analytics))
-    analyst = url.set(username=login, password=password)
     try:
+        yield url.set(username=login, password=password)
+    finally:
+        asyncio.run(drop_login(url, login))
+
+
+def test_reports_on_data_seeded_at_0011_answer_the_same_through_0012_and_back(
+    empty_database_url: URL,
+) -> None:
+    """0012 makes each report a SECURITY DEFINER function: an analytics login gets from it
+    exactly what the report's SQL over the views gave at 0011, all time and windowed; back
+    at 0011 the functions are gone and the views answer as before."""
+    url = empty_database_url
+    with seeded_with_an_analyst(url, "0011") as analyst:
         before = asyncio.run(reports_over_the_views(analyst))
         assert before["complaints", None] == [("膝盖下坠感", 12)]
         assert before["overview", None][0][0] == 12
@@ -360,13 +391,66 @@ def test_reports_on_data_seeded_at_0011_answer_the_same_through_0012_and_back(
         for since in WINDOWS[1:]:
             before["funnel", since] = sorted(before["funnel", since])
         migrations.upgrade(url, "0012")
-        after = asyncio.run(reports(analyst))
+        after = asyncio.run(reports_v1(analyst))
         assert after == before
         migrations.downgrade(url, "0011")
         assert asyncio.run(rows(url, "SELECT to_regproc('analytics_overview_v1')")) == [(None,)]
+        with pytest.raises(DBAPIError):
+            asyncio.run(reports_v1(analyst))
+        migrations.upgrade(url, "0015")
+        assert asyncio.run(reports_v1(analyst)) == after
+
+
+def test_reports_on_data_seeded_at_0015_through_0016_and_back(empty_database_url: URL) -> None:
+    """0016: the analytics role's reports take whole days and suppress a value all but
+    fewer than k lack; its old reports are refused it; its per-consultation view holds
+    the day and a duration bucket.  Back at 0015 everything answers as before."""
+    from ctxstore.analytics import FREQUENCY_REPORTS  # noqa: PLC0415
+
+    url = empty_database_url
+    columns = (
+        "SELECT string_agg(column_name, ',' ORDER BY column_name) FROM "
+        "information_schema.columns WHERE table_name = 'analytics_consultations'"
+    )
+    with seeded_with_an_analyst(url, "0015") as analyst:
+        before = asyncio.run(reports_v1(analyst))
+        assert before["complaints", None] == [("膝盖下坠感", 12)]
+        view_before = asyncio.run(rows(analyst, columns))
+        assert "duration_seconds" in str(view_before)
+
+        migrations.upgrade(url, "0016")
+        after = asyncio.run(reports(analyst))
+        for (name, since), answer in after.items():
+            if name in FREQUENCY_REPORTS:
+                # all 12 have 膝盖下坠感 and 酸: none without them, so suppressed now
+                assert answer == [], (name, since)
+            else:
+                assert answer == before[name, since], (name, since)
+        with pytest.raises(DBAPIError, match="permission denied"):
+            asyncio.run(reports_v1(analyst))
+        # the owner still runs them (a process of the previous release): the three that read
+        # the exact columns now read them where they moved
+        owner_v1 = asyncio.run(reports_v1(url))
+        for name in ("overview", "durations", "red-flags", "funnel", "transitions"):
+            for since in WINDOWS:
+                assert owner_v1[name, since] == before[name, since], (name, since)
+        consultations = asyncio.run(
+            rows(analyst, "SELECT first_day, duration_bucket FROM analytics_consultations")
+        )
+        assert len(consultations) == 12
+        assert {day for day, _ in consultations} == {datetime(2026, 11, 29, tzinfo=UTC).date()}
+        buckets = {"under 5 min", "5-15 min", "15-60 min", "1-24 h", "over 1 day"}
+        assert {bucket for _, bucket in consultations} <= buckets
+        history = asyncio.run(
+            rows(analyst, "SELECT DISTINCT first_activity FROM analytics_stage_history")
+        )
+        assert history == [(datetime(2026, 11, 29, tzinfo=UTC),)]
+
+        migrations.downgrade(url, "0015")
+        assert asyncio.run(rows(url, "SELECT to_regproc('analytics_overview_v2')")) == [(None,)]
+        assert asyncio.run(reports_v1(analyst)) == before
+        assert asyncio.run(rows(analyst, columns)) == view_before
         with pytest.raises(CtxStoreError):
             asyncio.run(reports(analyst))
         migrations.upgrade(url, "head")
         assert asyncio.run(reports(analyst)) == after
-    finally:
-        asyncio.run(drop_login(url, login))

@@ -9,7 +9,7 @@ import sys
 from sqlalchemy import URL
 
 from ctxstore.analytics import FREQUENCY_REPORTS, REPORTS, min_group_size, run_report
-from ctxstore.cli.options import Commands, add_database_url, timestamp
+from ctxstore.cli.options import Commands, add_database_url, whole_day
 from ctxstore.db.engine import REPLICA_URL_ENV, create_engine, normalize_url
 from ctxstore.settings import Settings
 
@@ -24,8 +24,12 @@ def register(commands: Commands) -> None:
         "--replica-url",
         help=f"read the reports from this replica instead (default: ${REPLICA_URL_ENV})",
     )
-    analytics.add_argument("--since", type=timestamp, help="first activity on or after (ISO date)")
-    analytics.add_argument("--until", type=timestamp, help="first activity before (ISO date)")
+    analytics.add_argument(
+        "--since", type=whole_day, help="first activity on or after this UTC day (YYYY-MM-DD)"
+    )
+    analytics.add_argument(
+        "--until", type=whole_day, help="first activity before this UTC day (YYYY-MM-DD)"
+    )
     analytics.add_argument("--format", choices=("table", "json", "csv"), default="table")
     analytics.add_argument("--per", choices=("day", "week"), default="day", help="red-flags")
     analytics.add_argument("--limit", type=int, default=20, help="frequency reports")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING, TypeAlias
 
 from ctxstore.db.engine import DATABASE_URL_ENV
@@ -36,6 +36,17 @@ def timestamp(value: str) -> datetime:
         parsed.astimezone(UTC)
     except OverflowError:
         raise argparse.ArgumentTypeError(f"{value!r} is outside years 1-9999 in UTC") from None
+    return parsed
+
+
+def whole_day(value: str) -> datetime:
+    """An analytics window's end: an ISO date, or a timestamp at UTC midnight."""
+    parsed = timestamp(value)
+    if parsed.astimezone(UTC).time() != time():
+        raise argparse.ArgumentTypeError(
+            f"not a whole day (UTC midnight): {value!r}; analytics windows are whole days, "
+            "such as 2026-01-01"
+        )
     return parsed
 
 

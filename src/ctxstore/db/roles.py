@@ -5,9 +5,11 @@ role may be taken over.
   so a deploy's migrator login can run later DDL);
 - app: the service; exactly the DML it needs on the tables, no DDL, no TRUNCATE;
 - analytics: SELECT on the ``analytics_*`` views and EXECUTE on the report functions
-  (``analytics_value_frequencies``, revision 0008; ``analytics_*_v1``, 0012) only:
-  pseudonymous, structured per-consultation rows and free text aggregated with small-cell
-  suppression; nothing on the tables, the pseudonym key or the settings.
+  (``analytics_value_frequencies_v2`` and ``analytics_*_v2``, revision 0016;
+  ``analytics_min_group_size_v1``, 0012) only: pseudonymous, structured per-consultation
+  rows (times to the day) and free text aggregated with small-cell and complement
+  suppression per day; nothing on the tables, the pseudonym key, the settings or
+  ``analytics_consultation_details`` (exact times, the reports' own).
 
 The roles are NOLOGIN: a deploy grants them to its login users.  Roles are cluster-wide
 while the data is per database, so the names belong to one database:
