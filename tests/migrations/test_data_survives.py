@@ -454,3 +454,42 @@ def test_reports_on_data_seeded_at_0015_through_0016_and_back(empty_database_url
             asyncio.run(reports(analyst))
         migrations.upgrade(url, "head")
         assert asyncio.run(reports(analyst)) == after
+
+
+def test_sealed_sessions_written_at_head_survive_0017_down_and_up(empty_database_url: URL) -> None:
+    """Revision 0017 adds ctxstore_append_v5 only: sealed sessions appended through it
+    keep every row and their chained content hash back at 0016 (where v4 answers) and
+    up again, and append on."""
+    import os  # noqa: PLC0415
+
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "head")
+    encryption = Encryption(Keyring({"k": os.urandom(32)}))
+
+    async def write(session_id: str, count: int) -> None:
+        async with (
+            PostgresStorage.from_url(url, encryption=encryption) as one,
+            PostgresStorage.from_url(url, encryption=encryption) as two,
+        ):
+            for n in range(count):  # writers in turn: refusals carry the session's facts
+                writer = (one, two)[n % 2]
+                await writer.append(session_id, [Message(role="user", content=f"第{n}问")])
+
+    async def load(session_id: str) -> list[str]:
+        async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+            return [m.content for m in await storage.load(session_id)]
+
+    asyncio.run(write("s", 6))
+    state = "SELECT message_count, content_hash FROM sessions ORDER BY session_id"
+    before = asyncio.run(rows(url, state))
+    migrations.downgrade(url, "0016")
+    assert asyncio.run(rows(url, state)) == before
+    assert asyncio.run(
+        rows(url, "SELECT count(*) FROM pg_proc WHERE proname = 'ctxstore_append_v5'")
+    ) == [(0,)]
+    migrations.upgrade(url, "head")
+    assert asyncio.run(load("s")) == [f"第{n}问" for n in range(6)]
+    asyncio.run(write("s", 2))
+    assert len(asyncio.run(load("s"))) == 8

@@ -6,10 +6,11 @@ the very chain stored, never leave it unknown as a plaintext append may.
 
 - A process that knows the session (it loaded or wrote it last) extends its chain and
   calls the append with that version expected: one statement, as for plaintext.
-- Otherwise, or when that call was refused because another writer got in between
-  (nothing written), it reads the session's version, count and hash, resumes the chain
-  from the stored hash and appends at that version: two statements.
-- Refused again, it does the same in a transaction that locks the session row first:
+- Otherwise it reads the session's version, count and hash, resumes the chain from the
+  stored hash and appends at that version: two statements.  When a call is refused
+  because another writer got in between (nothing written), the refusal carries the same
+  three (``ctxstore_append_v5``), so the next try needs no read.
+- Refused again, it reads them in a transaction that locks the session row first:
   writers of one session take turns there instead of retrying.  The user's lock comes
   first, as in every write naming a user (lock order: user, session row, keys).
 """
@@ -55,15 +56,34 @@ async def read_base(driver: Driver, session_id: str, keys_for: KeysFor, *, locke
     )
     if facts is None:
         return Base(NEW_SESSION, 0, None, None)
-    if facts["expired"]:
+    return await _base(
+        driver,
+        keys_for,
+        int(facts["version"]),
+        int(facts["message_count"]),
+        facts["content_hash"],
+        expired=facts["expired"],
+    )
+
+
+async def _base(
+    driver: Driver,
+    keys_for: KeysFor,
+    version: int,
+    count: int,
+    stored: bytes | None,
+    *,
+    expired: bool,
+) -> Base:
+    """A stored session as a base, its chain resumed from ``stored``."""
+    if expired:
         return Base(NEW_SESSION, 0, None, None, expired=True)
-    stored, hasher = facts["content_hash"], None
-    hash_key_id = chain_key_id(stored)
-    if hash_key_id is not None:
+    hasher, hash_key_id = None, chain_key_id(stored)
+    if hash_key_id is not None and stored is not None:
         keys = await keys_for({hash_key_id}, driver)
         hash_key = keys.get(hash_key_id) if keys is not None else None
         hasher = hash_key.resume(stored) if hash_key is not None else None
-    return Base(int(facts["version"]), int(facts["message_count"]), stored, hasher)
+    return Base(version, count, stored, hasher)
 
 
 async def append(
@@ -81,10 +101,11 @@ async def append(
 ) -> tuple[int, int, Hasher]:
     """(start, version, hasher having taken every digest) of the appended messages;
     ``values``: the append's parameters but the base's."""
+    refused: Base | None = None  # where the last refused call saw the session
     if known is not None and known.hasher is not None and known.version is not None:
         base = Base(known.version, known.count or 0, known.content_hash, known.hasher)
         if expected is None or expected == base.version:
-            done = await _append_at(driver, base, key, added_digests, values)
+            done, refused = await _append_at(driver, base, key, added_digests, values, keys_for)
             if done is not None:
                 return done
     for attempt in range(ATTEMPTS):
@@ -92,15 +113,17 @@ async def append(
         async with driver.transaction() if locked else nullcontext():
             if locked and user_id is not None:
                 await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
-            base = await read_base(driver, session_id, keys_for, locked=locked)
-            if base.expired:
-                done = None
+            if refused is not None and not locked:
+                base = refused
             else:
+                base = await read_base(driver, session_id, keys_for, locked=locked)
+            done = refused = None
+            if not base.expired:
                 if expected is not None and base.version != expected:
                     raise rules.stale_session(session_id, base.version, expected)
                 if base.version != NEW_SESSION:
                     rules.check_message_count(len(values["new_seq"]), limits, base.count)
-                done = await _append_at(driver, base, key, added_digests, values)
+                done, refused = await _append_at(driver, base, key, added_digests, values, keys_for)
         if done is not None:
             return done
         if base.expired:  # an expired session is a new one: purged first, committed
@@ -122,14 +145,20 @@ async def append(
 
 
 async def _append_at(
-    driver: Driver, base: Base, key: DataKey, added_digests: bytes, values: dict[str, Any]
-) -> tuple[int, int, Hasher] | None:
-    """The append at ``base`` (None: refused, nothing written)."""
+    driver: Driver,
+    base: Base,
+    key: DataKey,
+    added_digests: bytes,
+    values: dict[str, Any],
+    keys_for: KeysFor,
+) -> tuple[tuple[int, int, Hasher] | None, Base | None]:
+    """The append at ``base``: (start, version, hasher), or, refused (nothing written),
+    the session as the refusing call saw it."""
     extended = None
     if base.hasher is not None:
         extended = base.hasher.copy()
         extended.update(added_digests)
-    start, version = await sql.APPEND.fetchval(
+    start, version, now_version, now_count, now_hash, expired = await sql.APPEND.fetchval(
         driver,
         **values,
         expected=base.version,
@@ -138,7 +167,12 @@ async def _append_at(
         extended_hash=extended.digest() if extended is not None else None,
     )
     if version is None:
-        return None
+        if now_version is None:
+            return None, Base(NEW_SESSION, 0, None, None)
+        stored = await _base(
+            driver, keys_for, int(now_version), int(now_count), now_hash, expired=expired
+        )
+        return None, stored
     if int(start) == 0:  # the append stored the chain of the added digests alone
         extended = key.hasher(added_digests)
-    return int(start), int(version), extended
+    return (int(start), int(version), extended), None

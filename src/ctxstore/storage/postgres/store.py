@@ -363,7 +363,7 @@ class PostgresStorage(Store):
             }
             async with self._connections.call("append") as driver:
                 for _attempt in range(3):
-                    start, version = await sql.APPEND.fetchval(driver, **values)
+                    start, version, *_where_it_stood = await sql.APPEND.fetchval(driver, **values)
                     if version is not None:
                         break
                     facts = await sql.SESSION_FACTS.fetchrow(driver, sid=session_id)

@@ -36,8 +36,8 @@ SELECT ctxstore_append_if_unchanged_v2(
     :new_key_id, :new_sealed);
 
 -- name: append --
--- A turn's messages at the positions the session row hands out: (start, version), both NULL when the session refused them.
-SELECT ctxstore_append_v4(
+-- A turn's messages at the positions the session row hands out: (start, version), both NULL when the session refused them, then the session's version, count, hash and expiry as the refusal saw them.
+SELECT ctxstore_append_v5(
     :sid, :expected, :user_id, :ttl, :max_messages, :known_count, :known_hash, :added_hash,
     :extended_hash, :turns, :first_ts, :last_ts,
     :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
@@ -55,7 +55,7 @@ SELECT message_count, content_hash, version, user_id FROM sessions
 SELECT pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || :user_id, 0));
 
 -- name: claim_session_id --
--- Creators of one session id for a user take turns (as ctxstore_append_v4's do), so only the first claims it.
+-- Creators of one session id for a user take turns (as ctxstore_append_v4 does for v5), so only the first claims it.
 SELECT pg_advisory_xact_lock(hashtextextended('ctxstore session ' || :sid, 0));
 
 -- name: create_session --
