@@ -342,24 +342,29 @@ class PostgresStorage(Store):
             key = await self._session_key(session_id, user_id)
             new = rows.batch(messages, self.token_counter, self.limits, key, session_id)
             known = self.knowledge.get(session_id)
-            if key is not None:
-                return await self._append_sealed(session_id, messages, expected, user_id, key, new)
-            extended = None
-            if known is not None and known.hasher is not None:
-                extended = known.hasher.copy()
-                extended.update(b"".join(new.digests))
+            added = b"".join(new.digests)
             values = {
                 "sid": session_id,
-                "expected": expected,
                 "user_id": user_id,
-                "added_hash": rows.hasher(key, b"".join(new.digests)).digest(),
+                "added_hash": rows.hasher(key, added).digest(),
                 "ttl": self.ttl,
-                "known_count": known.count if known else None,
-                "known_hash": known.content_hash if known else None,
-                "extended_hash": extended.digest() if extended is not None else None,
                 "max_messages": self.limits.max_messages,
                 **rows.activity(messages, messages),
                 **rows.new_message_arrays(new),
+            }
+            if key is not None:
+                return await self._append_sealed(
+                    session_id, len(messages), expected, user_id, key, known, added, values
+                )
+            extended = None
+            if known is not None and known.hasher is not None:
+                extended = known.hasher.copy()
+                extended.update(added)
+            values |= {
+                "expected": expected,
+                "known_count": known.count if known else None,
+                "known_hash": known.content_hash if known else None,
+                "extended_hash": extended.digest() if extended is not None else None,
             }
             async with self._connections.call("append") as driver:
                 for _attempt in range(3):
@@ -390,7 +395,7 @@ class PostgresStorage(Store):
                     session_id, Known(version, start + len(messages), extended.digest(), extended)
                 )
             elif start == 0:
-                fresh = rows.hasher(key, b"".join(new.digests))
+                fresh = rows.hasher(key, added)
                 self.knowledge.after_write(
                     session_id, Known(version, len(messages), fresh.digest(), fresh)
                 )
@@ -401,29 +406,22 @@ class PostgresStorage(Store):
     async def _append_sealed(
         self,
         session_id: str,
-        messages: list[Message],
+        added_count: int,
         expected: int | None,
         user_id: str | None,
         key: DataKey,
-        new: rows.Batch,
+        known: Known | None,
+        added: bytes,
+        values: dict[str, Any],
     ) -> int:
-        """The append of a sealed session: its content hash chain carried on (chained.py)."""
-        added = b"".join(new.digests)
-        values = {
-            "sid": session_id,
-            "user_id": user_id,
-            "added_hash": key.hasher(added).digest(),
-            "ttl": self.ttl,
-            "max_messages": self.limits.max_messages,
-            **rows.activity(messages, messages),
-            **rows.new_message_arrays(new),
-        }
+        """The append of a sealed session: its content hash chain carried on (chained.py);
+        ``values``: the append's parameters but those of the base it extends."""
         async with self._connections.call("append") as driver:
             start, version, hasher = await chained.append(
                 driver,
                 session_id,
                 expected=expected,
-                known=self.knowledge.get(session_id),
+                known=known,
                 key=key,
                 user_id=user_id,
                 added_digests=added,
@@ -433,7 +431,7 @@ class PostgresStorage(Store):
             )
         if hasher is not None:
             self.knowledge.after_write(
-                session_id, Known(version, start + len(messages), hasher.digest(), hasher)
+                session_id, Known(version, start + added_count, hasher.digest(), hasher)
             )
         else:
             self.knowledge.forget(session_id)
