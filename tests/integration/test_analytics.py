@@ -18,7 +18,8 @@ from sqlalchemy import URL, text
 from sqlalchemy.exc import ProgrammingError
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.analytics import min_group_size, run_report, set_min_group_size
+from ctxstore.aggregates import refresh_aggregates
+from ctxstore.analytics import FREQUENCY_REPORTS, min_group_size, run_report, set_min_group_size
 from ctxstore.db.roles import RoleNames, recorded_role_names
 from ctxstore.errors import InvalidInputError
 from ctxstore.sample import sample_consultation, seed_sample
@@ -116,6 +117,8 @@ async def known(database_url: URL) -> AsyncIterator[PostgresStorage]:
 
 
 async def report(storage: PostgresStorage, name: str, **options: Any) -> list[dict[str, Any]]:
+    if name in FREQUENCY_REPORTS:  # free text is counted by the refresh (revision 0018)
+        await refresh_aggregates(storage, show=False)
     return (await run_report(storage.engine, name, **options)).as_dicts()
 
 
@@ -272,6 +275,14 @@ async def test_analytics_command_renders_table_json_and_csv(
     assert changed.returncode == 0, changed.stderr
     assert changed.stdout.strip() == "min group size 5 -> 2"
     assert ctxstore("db", "min-group-size").stdout.strip() == "2"
+    before = ctxstore("analytics", "complaints")
+    assert "膝盖下坠感" not in before.stdout  # counted under k = 5: refreshed days only
+    refreshed = ctxstore("analytics", "refresh")
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert refreshed.stdout.startswith("refreshed 3 days (7 consultations"), refreshed.stdout
+    again = ctxstore("analytics", "refresh")
+    assert again.stdout.startswith("refreshed 0 days"), again.stdout
+    assert "3 days unchanged" in again.stdout
     outputs = {}
     for output in ("table", "json", "csv"):
         result = ctxstore("analytics", "complaints", "--format", output)

@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ctxstore import Message, PostgresStorage
+from ctxstore.aggregates import refresh_aggregates
 from ctxstore.analytics import REPORTS, run_report
 from ctxstore.cli.options import whole_day
 from ctxstore.db import migrations
@@ -85,6 +86,7 @@ async def seed(url: URL) -> None:
                 await storage.save(session_id, messages, user_id=f"user-{uuid.uuid4().hex}")
                 state = {"stage": "assessing", "chief_complaint": complaint, "body_parts": parts}
                 await storage.save_state(session_id, state)
+        await refresh_aggregates(storage, show=False)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +115,7 @@ async def frequencies(
 ) -> dict[str, int]:
     rows = await conn.execute(
         text(
-            "SELECT value, consultations FROM analytics_value_frequencies_v2("
+            "SELECT value, consultations FROM analytics_frequencies_v3("
             ":kind, CAST(:since AS timestamptz), CAST(:until AS timestamptz))"
         ),
         {
@@ -131,7 +133,7 @@ async def test_windows_differing_by_a_microsecond_are_refused(
     """The attack of the issue: a window and the same one a microsecond shorter."""
     shorter = midnight(D1) + timedelta(microseconds=1)
     for function in (
-        "analytics_value_frequencies_v2('chief_complaint', ",
+        "analytics_frequencies_v3('chief_complaint', ",
         "analytics_overview_v2(",
     ):
         for window in (f"'{shorter.isoformat()}', NULL)", f"NULL, '{shorter.isoformat()}')"):

@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ctxstore import Message, PostgresStorage
+from ctxstore.aggregates import refresh_aggregates
 from ctxstore.analytics import REPORTS, run_report
 from ctxstore.db import migrations
 from ctxstore.db.admin import quote_identifier
@@ -56,13 +57,13 @@ VIEWS = {
     "analytics_suppression",
 }
 WINDOW = "timestamp with time zone,timestamp with time zone"
-FUNCTION = f"analytics_value_frequencies_v2(text,{WINDOW})"
+# The free-text counts: the cells the owner's refresh stored (revision 0018).
+FUNCTION = f"analytics_frequencies_v3(text,{WINDOW})"
 FUNCTIONS = {
     FUNCTION,
     *(f"analytics_{report}_v2({WINDOW})" for report in ("overview", "funnel", "transitions")),
     f"analytics_durations_v2({WINDOW})",
     f"analytics_red_flags_v2(text,{WINDOW})",
-    f"analytics_frequencies_v2(text,{WINDOW})",
     "analytics_min_group_size_v1()",
 }
 KINDS = ("chief_complaint", "body_part", "symptom", "red_flag", "symptom_duration")
@@ -122,6 +123,7 @@ async def seed(url: URL) -> tuple[list[str], list[str], list[datetime]]:
             await storage.save_state(session_id, consultation(i))
             await storage.save_summary(session_id, f"summary {RARE} {i}", covers_until=1)
             await storage.save_profile(user_id, {"age": 30 + i, "gender": f"g {RARE}"})
+        await refresh_aggregates(storage, show=False)
     return session_ids, user_ids, starts
 
 
@@ -284,7 +286,7 @@ async def test_the_windowed_counts_suppress_the_same_way(
         for since, until in windows:
             rows = list(
                 await analyst.execute(
-                    text("SELECT * FROM analytics_value_frequencies_v2(:k, :s, :u)"),
+                    text("SELECT * FROM analytics_frequencies_v3(:k, :s, :u)"),
                     {"k": kind, "s": since, "u": until},
                 )
             )
@@ -294,7 +296,7 @@ async def test_the_windowed_counts_suppress_the_same_way(
     assert found["chief_complaint"] == {"common knee ache"}
     assert found["symptom"] == {"swelling"}
     with pytest.raises(DBAPIError, match="unknown kind"):
-        await analyst.execute(text("SELECT * FROM analytics_value_frequencies_v2('document')"))
+        await analyst.execute(text("SELECT * FROM analytics_frequencies_v3('document')"))
 
 
 async def test_every_report_runs_as_the_role_and_shows_nothing_hidden(seeded: Seeded) -> None:

@@ -80,7 +80,7 @@ async def test_the_column_lists_match_the_tables(database_url: URL) -> None:
         for function in ("ctxstore_append_v1", "ctxstore_append_if_unchanged_v1"):
             arguments = await _function_arguments(connection, function)
             assert [a for a in arguments if a in written[2:]] == written[2:], function
-        state = await _function_arguments(connection, "ctxstore_write_state_v1")
+        state = await _function_arguments(connection, "ctxstore_write_state_v2")
         assert state[2:-2] == [f"p_{c}" for c in sql.STATE_COLUMNS]
         profile = await _function_arguments(connection, "ctxstore_write_profile_v1")
         assert profile[2:] == [f"p_{c}" for c in sql.PROFILE_COLUMNS]

@@ -344,8 +344,44 @@ async def reports_v1(url: URL) -> Answers:
     ``run_report`` called them until revision 0016, for each window (the funnel sorted)."""
     from ctxstore.analytics import REPORT_SQL  # noqa: PLC0415
 
-    found = await sql_reports(url, lambda name, _: REPORT_SQL[name].replace("_v2(", "_v1("))
+    found = await sql_reports(
+        url, lambda name, _: REPORT_SQL[name].replace("_v2(", "_v1(").replace("_v3(", "_v1(")
+    )
     return {key: sorted(rows) if key[0] == "funnel" else rows for key, rows in found.items()}
+
+
+async def reports_v2(url: URL) -> Answers:
+    """Every report as ``run_report`` called it at revisions 0016 and 0017 (free text
+    counted from the state rows by ``analytics_frequencies_v2``)."""
+    from ctxstore.analytics import REPORT_SQL  # noqa: PLC0415
+
+    found = await sql_reports(url, lambda name, _: REPORT_SQL[name].replace("_v3(", "_v2("))
+    return {key: sorted(rows) if key[0] == "funnel" else rows for key, rows in found.items()}
+
+
+async def write_state_v1(storage: PostgresStorage, session_id: str, document: object) -> None:
+    """A state written as revisions 0011-0017 write it (ctxstore_write_state_v1)."""
+    from ctxstore.models import ConsultationState  # noqa: PLC0415
+    from ctxstore.storage.postgres import rows  # noqa: PLC0415
+
+    values = rows.state_values(ConsultationState.model_validate(document))
+    written = [value for column, value in values.items() if column not in COUNT_COLUMNS]
+    async with storage.driver() as driver:
+        await driver.execute(
+            "SELECT ctxstore_write_state_v1($1, NULL, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+            "$11, $12)",
+            session_id,
+            *written,
+        )
+
+
+COUNT_COLUMNS = (
+    "red_flag_count",
+    "symptom_count",
+    "body_part_count",
+    "has_chief_complaint",
+    "has_symptom_duration",
+)
 
 
 async def seed_consultations(url: URL) -> None:
@@ -354,7 +390,7 @@ async def seed_consultations(url: URL) -> None:
         for index in range(12):
             await storage.save(f"c{index}", SEEDED, user_id=f"u{index % 4}")
             for stage in ("greeting", "assessing", ("advising", "completed")[index % 2]):
-                await storage.save_state(f"c{index}", {**state, "stage": stage})
+                await write_state_v1(storage, f"c{index}", {**state, "stage": stage})
 
 
 @contextmanager
@@ -419,7 +455,7 @@ def test_reports_on_data_seeded_at_0015_through_0016_and_back(empty_database_url
         assert "duration_seconds" in str(view_before)
 
         migrations.upgrade(url, "0016")
-        after = asyncio.run(reports(analyst))
+        after = asyncio.run(reports_v2(analyst))
         for (name, since), answer in after.items():
             if name in FREQUENCY_REPORTS:
                 # all 12 have 膝盖下坠感 and 酸: none without them, so suppressed now
@@ -493,3 +529,85 @@ def test_sealed_sessions_written_at_head_survive_0017_down_and_up(empty_database
     assert asyncio.run(load("s")) == [f"第{n}问" for n in range(6)]
     asyncio.run(write("s", 2))
     assert len(asyncio.run(load("s"))) == 8
+
+
+def test_states_of_0017_lose_their_free_text_when_sealed_at_0018_and_keep_it_plain(
+    empty_database_url: URL,
+) -> None:
+    """0018: a sealed state written before it (the free text beside the ciphertext, as
+    0017's ctxstore_write_state_v1 stored it) keeps its document and loses the plaintext
+    text; counts come from the text it had; a plaintext state keeps its text.  The
+    refresh then counts both.  Down to 0017 and up again, every state still loads."""
+    import os  # noqa: PLC0415
+
+    from ctxstore.aggregates import refresh_aggregates  # noqa: PLC0415
+    from ctxstore.analytics import run_report  # noqa: PLC0415
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+
+    url = empty_database_url
+    encryption = Encryption(Keyring({"k": os.urandom(32)}), accept_plaintext=True)
+    day = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    state = {"stage": "assessing", "chief_complaint": "膝盖 zq", "red_flags": ["发热 zq"]}
+    messages = [Message(role="user", content="hi", timestamp=day)]
+    migrations.upgrade(url, "head")
+
+    async def seal() -> None:
+        async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+            for index in range(6):
+                await storage.save(f"sealed{index}", messages, user_id=f"u{index}")
+                await storage.save_state(f"sealed{index}", state)
+        async with PostgresStorage.from_url(url) as storage:
+            for index in range(6):
+                await storage.save(f"plain{index}", messages, user_id=f"p{index}")
+                await storage.save_state(f"plain{index}", {**state, "chief_complaint": "腰痛"})
+
+    asyncio.run(seal())
+    migrations.downgrade(url, "0017")
+    # what 0017's write stored beside a sealed document
+    for table in ("consultation_states", "consultation_state_history"):
+        asyncio.run(
+            committed(
+                url,
+                f"UPDATE {table} SET chief_complaint = '膝盖 zq', red_flags = ARRAY['发热 zq'] "
+                "WHERE key_id IS NOT NULL",
+            )
+        )
+    everything = (
+        "SELECT (SELECT string_agg(t::text, ' ') FROM consultation_states AS t "
+        "WHERE key_id IS NOT NULL) || (SELECT string_agg(t::text, ' ') "
+        "FROM consultation_state_history AS t WHERE key_id IS NOT NULL)"
+    )
+    assert "zq" in str(asyncio.run(rows(url, everything)))
+
+    migrations.upgrade(url, "0018")
+    sealed_rows = asyncio.run(
+        rows(
+            url,
+            "SELECT chief_complaint, red_flags, red_flag_count, has_chief_complaint "
+            "FROM consultation_state_history WHERE key_id IS NOT NULL",
+        )
+    )
+    assert sealed_rows == [(None, [], 1, True)] * 6
+    assert "zq" not in str(asyncio.run(rows(url, everything)))
+    plain_rows = asyncio.run(
+        rows(
+            url,
+            "SELECT chief_complaint, red_flag_count FROM consultation_states WHERE key_id IS NULL",
+        )
+    )
+    assert plain_rows == [("腰痛", 1)] * 6
+
+    async def refreshed() -> dict[str, int]:
+        async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+            report = await refresh_aggregates(storage, encryption, show=False)
+            assert report.failed == [] and report.consultations == 12
+            loaded = await storage.load_state("sealed0")
+            assert loaded is not None and loaded.value.chief_complaint == "膝盖 zq"
+            found = await run_report(storage.engine, "complaints")
+            return {row["chief_complaint"]: row["consultations"] for row in found.as_dicts()}
+
+    assert asyncio.run(refreshed()) == {"膝盖 zq": 6, "腰痛": 6}
+    migrations.downgrade(url, "0017")
+    assert asyncio.run(rows(url, "SELECT to_regclass('analytics_value_cells')")) == [(None,)]
+    migrations.upgrade(url, "head")
+    assert asyncio.run(refreshed()) == {"膝盖 zq": 6, "腰痛": 6}

@@ -1,4 +1,5 @@
-"""``ctxstore analytics REPORT``: reports over consultations (the analytics views only)."""
+"""``ctxstore analytics REPORT``: reports over consultations (the analytics views only);
+``ctxstore analytics refresh``: the owner's refresh of the free-text counts they show."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ def register(commands: Commands) -> None:
     analytics = commands.add_parser(
         "analytics", help="reports over consultations (reads the analytics views only)"
     )
-    analytics.add_argument("report", choices=REPORTS)
+    analytics.add_argument(
+        "report",
+        choices=(*REPORTS, "refresh"),
+        help="a report, or refresh: recount free text for the days changed since the last "
+        "refresh (as the owner, with the encryption keys; resumable)",
+    )
     add_database_url(analytics)
     analytics.add_argument(
         "--replica-url",
@@ -37,6 +43,8 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.report == "refresh":
+        return refresh(args, settings)
     # Reports tolerate a replica's lag: read there when one is named.
     source = args.replica_url or settings.replica_database_url or args.database_url
     return asyncio.run(_report(args, normalize_url(settings.database_url_for(source))))
@@ -55,3 +63,20 @@ async def _report(args: argparse.Namespace, url: URL) -> int:
     if args.report in FREQUENCY_REPORTS:
         print(f"(values fewer than {threshold} consultations share are not shown)", file=sys.stderr)
     return 0
+
+
+def refresh(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.aggregates import refresh_aggregates  # noqa: PLC0415
+    from ctxstore.encryption import Encryption  # noqa: PLC0415
+    from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
+
+    url = normalize_url(settings.database_url_for(args.database_url))
+    encryption = Encryption.from_settings(settings) if settings.encryption_configured else None
+
+    async def run() -> int:
+        async with PostgresStorage.from_url(url) as storage:
+            report = await refresh_aggregates(storage, encryption)
+        print(report.summary())
+        return 1 if report.failed else 0
+
+    return asyncio.run(run())

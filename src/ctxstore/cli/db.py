@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from sqlalchemy import URL
 
@@ -113,4 +114,9 @@ def min_group_size(args: argparse.Namespace, settings: Settings) -> int:
             await engine.dispose()
 
     print(asyncio.run(run()))
+    if args.size is not None:  # the stored cells were counted under the previous k
+        print(
+            "run `ctxstore analytics refresh` to recount the refreshed days under it",
+            file=sys.stderr,
+        )
     return 0

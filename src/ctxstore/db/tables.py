@@ -14,6 +14,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     Computed,
+    Date,
     DateTime,
     ForeignKey,
     Identity,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    Numeric,
     SmallInteger,
     Table,
     Text,
@@ -183,8 +185,12 @@ summaries = Table(
 )
 
 
-def _state_columns() -> list[Column[object]]:
-    """The consultation state's analytics fields as typed columns, plus the whole document."""
+def _state_columns() -> list[Column[object] | CheckConstraint]:
+    """The consultation state's typed columns, plus the whole document.
+
+    The free text (complaint, body parts, symptoms, red flags, duration) is in plaintext
+    only on a plaintext row; a sealed row keeps it in its sealed document alone (0018)
+    and shows only the counts the per-consultation analytics view reads."""
     return [
         Column("stage", Text, nullable=False),
         Column("chief_complaint", Text, nullable=True),
@@ -193,10 +199,20 @@ def _state_columns() -> list[Column[object]]:
         Column("red_flags", ARRAY(Text), nullable=False, server_default=text("'{}'")),
         Column("pain_level", SmallInteger, nullable=True),
         Column("duration", Text, nullable=True),
+        Column("red_flag_count", Integer, nullable=False, server_default=text("0")),
+        Column("symptom_count", Integer, nullable=False, server_default=text("0")),
+        Column("body_part_count", Integer, nullable=False, server_default=text("0")),
+        Column("has_chief_complaint", Boolean, nullable=False, server_default=text("false")),
+        Column("has_symptom_duration", Boolean, nullable=False, server_default=text("false")),
         Column("document", JSONB, nullable=False),
         Column("format_version", SmallInteger, nullable=False),
-        # sealed: document is JSON null; the typed columns above stay (for analytics)
+        # sealed: document is JSON null and the free text is NULL / empty
         *_sealed_columns(),
+        CheckConstraint(
+            "key_id IS NULL OR (chief_complaint IS NULL AND duration IS NULL "
+            "AND body_parts = '{}' AND symptoms = '{}' AND red_flags = '{}')",
+            name="sealed_state_has_no_free_text",
+        ),
     ]
 
 
@@ -265,6 +281,30 @@ ctxstore_analytics_settings = Table(
     Column("min_group_size", Integer, nullable=False),
     CheckConstraint("singleton", name="one_row"),
     CheckConstraint("min_group_size >= 2", name="min_group_size_at_least_two"),
+)
+
+# Free-text counts per UTC day, written by `ctxstore analytics refresh` (ctxstore.aggregates,
+# revision 0018): a value with the number of the day's consultations whose current state
+# has it, stored only when at least k of them have it and at least k don't.
+analytics_value_cells = Table(
+    "analytics_value_cells",
+    metadata,
+    Column("kind", Text, primary_key=True),
+    Column("day", Date, primary_key=True),
+    Column("value", Text, primary_key=True),
+    Column("consultations", Integer, nullable=False),
+    CheckConstraint("consultations > 0", name="consultations_positive"),
+)
+
+# Each refreshed day and what it was computed from, so a refresh redoes only changed days.
+analytics_refreshed_days = Table(
+    "analytics_refreshed_days",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("sessions", Integer, nullable=False),
+    Column("fingerprint", Numeric, nullable=False),
+    Column("min_group_size", Integer, nullable=False),
+    Column("refreshed_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
 )
 
 # The HMAC-SHA256 key of the analytics pseudonyms, one row, kept as its two padded forms

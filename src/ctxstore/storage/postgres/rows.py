@@ -473,18 +473,27 @@ def summary_values(
 def state_values(
     state: ConsultationState, key: DataKey | None = None, session_id: str = "", version: int = 0
 ) -> dict[str, Any]:
-    """sql.STATE_COLUMNS: the state's typed columns (plaintext even when sealed: analytics
-    reads them in SQL), its document (sealed with ``key``, bound to ``version``, the one
-    the write stores) and its format."""
+    """sql.STATE_COLUMNS: the state's typed columns, its document (sealed with ``key``,
+    bound to ``version``, the one the write stores) and its format.
+
+    Sealed, the free text is NULL (empty): it is in the sealed document only, and the
+    analytics counts it from there (ctxstore.aggregates); the counts stay for the
+    per-consultation view."""
     document, key_id, sealed = _seal_document(state.document(), key, "state", session_id, version)
+    plain = key is None
     values = {
         "stage": state.stage,
-        "chief_complaint": state.chief_complaint,
-        "body_parts": list(state.body_parts),
-        "symptoms": list(state.symptoms),
-        "red_flags": list(state.red_flags),
+        "chief_complaint": state.chief_complaint if plain else None,
+        "body_parts": list(state.body_parts) if plain else [],
+        "symptoms": list(state.symptoms) if plain else [],
+        "red_flags": list(state.red_flags) if plain else [],
         "pain_level": pain_number(state.pain_level),  # the column is a number, the text isn't
-        "duration": state.duration,
+        "duration": state.duration if plain else None,
+        "red_flag_count": len(state.red_flags),
+        "symptom_count": len(state.symptoms),
+        "body_part_count": len(state.body_parts),
+        "has_chief_complaint": state.chief_complaint is not None,
+        "has_symptom_duration": state.duration is not None,
         "document": document,
         "format_version": STATE_FORMAT,
         "key_id": key_id,
@@ -523,6 +532,11 @@ def state_from_row(
     document = _open_document(row, keys, "state", session_id)
     state = load_state(document, row["format_version"], session_id=session_id)
     return Versioned(state, int(row["version"]), row["updated_at"])
+
+
+def state_document(row: Any, session_id: str, keys: Keys | None = None) -> Any:
+    """The state row's document as stored (opened when sealed), not yet upgraded."""
+    return _open_document(row, keys, "state", session_id)
 
 
 def state_change_from_row(row: Any, session_id: str, keys: Keys | None = None) -> StateChange:

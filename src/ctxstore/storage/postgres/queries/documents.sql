@@ -29,9 +29,10 @@ SELECT summary_version, text, covers_until, token_count, format_version, created
 
 -- name: write_state --
 -- A state version and its history row: (version, updated_at), both NULL when refused (state_facts says why).
-SELECT ctxstore_write_state_v1(
+SELECT ctxstore_write_state_v2(
     :sid, :expected, :stage, :chief_complaint, :body_parts, :symptoms, :red_flags,
-    :pain_level, :duration, :document, :format_version, :key_id, :sealed);
+    :pain_level, :duration, :red_flag_count, :symptom_count, :body_part_count,
+    :has_chief_complaint, :has_symptom_duration, :document, :format_version, :key_id, :sealed);
 
 -- name: state_facts --
 -- State facts.

@@ -104,7 +104,8 @@ SELECT version, document, key_id, sealed FROM consultation_states AS t
 
 -- name: reseal_consultation_states --
 -- Re-seal consultation_states.
-UPDATE consultation_states SET document = 'null'::jsonb, key_id = :key_id, sealed = :sealed
+UPDATE consultation_states SET document = 'null'::jsonb, key_id = :key_id, sealed = :sealed,
+    chief_complaint = NULL, body_parts = '{}', symptoms = '{}', red_flags = '{}', duration = NULL
  WHERE session_id = :sid AND version = :version;
 
 -- name: reencrypt_consultation_state_history --
@@ -116,7 +117,8 @@ SELECT version, document, key_id, sealed FROM consultation_state_history AS t
 -- name: reseal_consultation_state_history --
 -- Re-seal consultation_state_history.
 UPDATE consultation_state_history SET document = 'null'::jsonb, key_id = :key_id,
-    sealed = :sealed
+    sealed = :sealed, chief_complaint = NULL, body_parts = '{}', symptoms = '{}',
+    red_flags = '{}', duration = NULL
  WHERE session_id = :sid AND version = :version;
 
 -- name: profiles_batch --

@@ -53,10 +53,12 @@ SELECT session_id, version, document, format_version FROM consultation_state_his
 -- name: rewrite_state_consultation_states --
 -- Rewrite a row of consultation_states.
 WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
-UPDATE consultation_states SET (stage, chief_complaint, body_parts, symptoms, red_flags,
-    pain_level, duration, document, format_version, key_id, sealed) = (:stage,
-    :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration,
-    :document, :format_version, :key_id, :sealed)
+UPDATE consultation_states SET (stage, chief_complaint, body_parts, symptoms,
+    red_flags, pain_level, duration, red_flag_count, symptom_count, body_part_count,
+    has_chief_complaint, has_symptom_duration, document, format_version, key_id, sealed) = (
+    :stage, :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration,
+    :red_flag_count, :symptom_count, :body_part_count, :has_chief_complaint,
+    :has_symptom_duration, :document, :format_version, :key_id, :sealed)
  WHERE session_id = :sid AND version = :version AND format_version = :old_format
    AND EXISTS (SELECT FROM locked);
 
@@ -64,9 +66,11 @@ UPDATE consultation_states SET (stage, chief_complaint, body_parts, symptoms, re
 -- Rewrite a row of consultation_state_history.
 WITH locked AS (SELECT FROM sessions WHERE session_id = :sid FOR NO KEY UPDATE)
 UPDATE consultation_state_history SET (stage, chief_complaint, body_parts, symptoms,
-    red_flags, pain_level, duration, document, format_version, key_id, sealed) = (:stage,
-    :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration,
-    :document, :format_version, :key_id, :sealed)
+    red_flags, pain_level, duration, red_flag_count, symptom_count, body_part_count,
+    has_chief_complaint, has_symptom_duration, document, format_version, key_id, sealed) = (
+    :stage, :chief_complaint, :body_parts, :symptoms, :red_flags, :pain_level, :duration,
+    :red_flag_count, :symptom_count, :body_part_count, :has_chief_complaint,
+    :has_symptom_duration, :document, :format_version, :key_id, :sealed)
  WHERE session_id = :sid AND version = :version AND format_version = :old_format
    AND EXISTS (SELECT FROM locked);
 
@@ -115,3 +119,52 @@ UPDATE sessions
 -- Carry expiry.
 UPDATE sessions SET expires_at = now() + (:ttl)::interval
  WHERE session_id = :sid AND version = :version;
+
+-- name: analytics_min_group_size --
+-- The analytics k: a free-text value shows for at least this many consultations.
+SELECT min_group_size FROM ctxstore_analytics_settings;
+
+-- name: day_fingerprints --
+-- Each UTC day before :before: its consultations and a fingerprint of their state versions.
+SELECT (s.first_activity_at AT TIME ZONE 'UTC')::date AS day, count(*) AS sessions,
+       sum(hashtextextended(s.session_id || '@' || coalesce(c.version::text || '@'
+           || extract(epoch FROM c.updated_at)::text, ''), 0)::numeric) AS fingerprint
+  FROM sessions AS s
+  LEFT JOIN consultation_states AS c ON c.session_id = s.session_id
+ WHERE s.first_activity_at < :before
+ GROUP BY 1;
+
+-- name: refreshed_days --
+-- What each refreshed day's cells were computed from.
+SELECT day, sessions, fingerprint, min_group_size FROM analytics_refreshed_days;
+
+-- name: day_states --
+-- The consultations first active from :start to :end, with their current states.
+SELECT s.session_id, c.version, c.document, c.format_version, c.updated_at, c.key_id,
+       c.sealed
+  FROM sessions AS s
+  LEFT JOIN consultation_states AS c ON c.session_id = s.session_id
+ WHERE s.first_activity_at >= :start AND s.first_activity_at < :end;
+
+-- name: delete_day_cells --
+-- Forget a day's value cells.
+DELETE FROM analytics_value_cells WHERE day = :day;
+
+-- name: insert_day_cells --
+-- A day's shown value cells.
+INSERT INTO analytics_value_cells (kind, day, value, consultations)
+SELECT cell.kind, :day, cell.value, cell.consultations
+  FROM unnest(CAST(:kinds AS text[]), CAST(:values AS text[]), CAST(:counts AS integer[]))
+       AS cell(kind, value, consultations);
+
+-- name: record_refreshed_day --
+-- What a day's cells were computed from.
+INSERT INTO analytics_refreshed_days (day, sessions, fingerprint, min_group_size)
+VALUES (:day, :sessions, :fingerprint, :k)
+ON CONFLICT (day) DO UPDATE
+   SET sessions = excluded.sessions, fingerprint = excluded.fingerprint,
+       min_group_size = excluded.min_group_size, refreshed_at = now();
+
+-- name: forget_refreshed_day --
+-- A day no consultation is first active on any longer.
+DELETE FROM analytics_refreshed_days WHERE day = :day;
