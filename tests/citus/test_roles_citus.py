@@ -135,8 +135,9 @@ async def test_an_analytics_login_runs_every_report(
 async def test_an_analyst_gets_whole_day_counts_on_the_cluster(
     database_url: URL, logins: dict[str, URL]
 ) -> None:
-    """Revision 0016 on the shards: a value counts per day when k of the day's
-    consultations have it and k don't; a window not of whole days is refused."""
+    """Revisions 0016 and 0018 on the shards: a value counts per day when k of the day's
+    consultations have it and k don't, in the cells the owner's refresh stored; a window
+    not of whole days is refused."""
     day = datetime(2020, 3, 2, 8, tzinfo=UTC)
     tag = uuid.uuid4().hex[:6]
     async with PostgresStorage.from_url(database_url) as storage:
@@ -154,6 +155,9 @@ async def test_an_analyst_gets_whole_day_counts_on_the_cluster(
                 "body_parts": ["knee"] if index < 5 or late else [],
             }
             await storage.save_state(session_id, state)
+    # the owner's refresh counts the days on the coordinator (revision 0018)
+    refreshed = ctxstore("analytics", "refresh", "--database-url", plain(database_url))
+    assert refreshed.startswith("refreshed "), refreshed
     analyst = plain(logins["analytics"])
     shown = {}
     for report in ("complaints", "body-parts"):
@@ -163,7 +167,7 @@ async def test_an_analyst_gets_whole_day_counts_on_the_cluster(
         )
     assert shown["complaints"] == []
     assert shown["body-parts"] == [{"body_part": "knee", "consultations": 5}]
-    refused = "SELECT * FROM analytics_value_frequencies_v2('body_part', $1, NULL)"
+    refused = "SELECT * FROM analytics_frequencies_v3('body_part', $1, NULL)"
     with pytest.raises(asyncpg.InvalidParameterValueError, match="whole day"):
         await query(logins["analytics"], refused, day)
 
