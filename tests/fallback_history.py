@@ -176,7 +176,10 @@ async def run_worker(args: argparse.Namespace) -> None:
     settings = EngineSettings(connect_timeout=1.0, pool_timeout=2.0)
     primary = PostgresStorage.from_url(args.database_url, operation_timeout=3.0, settings=settings)
     secondary = RedisStorage.from_url(args.redis_url, prefix=args.prefix)
-    fallback = FallbackStorage(primary, secondary, journal_name=args.journal, probe_interval=0.2)
+    # The shared Redis keeps nothing on disk and this history never kills it: accepted.
+    fallback = FallbackStorage(
+        primary, secondary, journal_name=args.journal, probe_interval=0.2, journal_loss="accept"
+    )
     async with fallback as store:
         clients = Clients(store, out, beliefs, incarnation, args)
         await asyncio.gather(clients.watch(), *(clients.run(i) for i in range(args.clients)))
@@ -321,7 +324,9 @@ async def drain_and_read(
     problems: list[str] = []
     primary = PostgresStorage.from_url(url, operation_timeout=10.0)
     secondary = RedisStorage.from_url(redis_url, prefix=prefix)
-    async with FallbackStorage(primary, secondary, journal_name=journal, probe_interval=0.1) as fb:
+    async with FallbackStorage(
+        primary, secondary, journal_name=journal, probe_interval=0.1, journal_loss="accept"
+    ) as fb:
         left, started = await fb.journal.size(), time.monotonic()
         deadline = started + patience
         while True:

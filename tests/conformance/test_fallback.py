@@ -89,7 +89,11 @@ async def degraded(
     with pytest.raises(StorageUnavailableError):
         await primary.exists("probe")  # the setup is what these classes claim
     # Probe rarely: the primary never comes back, and each probe costs a refused connection.
-    async with FallbackStorage(primary, secondary, probe_interval=60.0) as storage:
+    # The shared test Redis keeps nothing on disk and is never killed here: its journal is
+    # accepted as it is (tests/integration/test_fallback_durability.py kills Redis).
+    async with FallbackStorage(
+        primary, secondary, probe_interval=60.0, journal_loss="accept"
+    ) as storage:
         yield storage
         assert storage.stats.recoveries == 0
         # Nothing reached the primary: every write the secondary acknowledged is in the

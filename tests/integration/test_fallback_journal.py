@@ -139,8 +139,11 @@ async def test_a_restarted_process_finds_and_replays_the_redis_journal(
     proxy, url = proxied
     await direct.save("k", msgs("before"))
     proxy.refuse()
+    # The shared test Redis keeps nothing on disk; it isn't killed here (journal_loss).
     first = FallbackStorage(
-        through_proxy(url), RedisStorage.from_url(redis_url, prefix=redis_prefix)
+        through_proxy(url),
+        RedisStorage.from_url(redis_url, prefix=redis_prefix),
+        journal_loss="accept",
     )
     async with first:  # the process that dies while degraded
         await first.append("k", msgs("acknowledged in the outage"))
@@ -148,7 +151,9 @@ async def test_a_restarted_process_finds_and_replays_the_redis_journal(
         assert first.degraded and await first.journal.size() == 2
     proxy.forward()
     second = FallbackStorage(
-        through_proxy(url), RedisStorage.from_url(redis_url, prefix=redis_prefix)
+        through_proxy(url),
+        RedisStorage.from_url(redis_url, prefix=redis_prefix),
+        journal_loss="accept",
     )
     async with second:
         # Starts degraded (the journal is older than anything the primary may take now)

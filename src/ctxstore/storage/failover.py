@@ -24,13 +24,13 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Literal
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
 from ctxstore.keyed_locks import KeyedLocks
-from ctxstore.storage.journal import Entry, Journal, Operation
+from ctxstore.storage.journal import Durability, Entry, Journal, Operation
 from ctxstore.storage.replay import Outcome, Replayer, ReplayReport
 from ctxstore.storage.store import Store
 
@@ -41,6 +41,13 @@ SEEN_VERSIONS = 10_000
 #: Pending entries of one key read from the journal at a time.
 DRAIN_BATCH = 200
 Mode = Literal["healthy", "degraded", "recovering"]
+#: What FallbackStorage does when the journal can lose acknowledged entries: refuse the
+#: degraded writes (StorageUnavailableError), or journal them anyway, saying so.
+JournalLoss = Literal["refuse", "accept"]
+#: How long reconcile() replays by default before it returns what remains.
+RECONCILE_WITHIN = 60.0
+#: Lost entry ids kept in FallbackStats.lost_entries (the count goes on).
+LOST_KEPT = 1000
 
 
 @dataclass
@@ -58,6 +65,14 @@ class FallbackStats:
     moved_on: int = 0
     #: Secondary copies removed after their key was replayed.
     cleaned: int = 0
+    #: Journal entries this process recorded that vanished before they were replayed (the
+    #: secondary lost them: a Redis crash without a durable AOF), and "entry id key" of each.
+    lost: int = 0
+    lost_entries: list[str] = field(default_factory=list)
+    #: What an acknowledged journal entry survives, as last checked (at each outage).
+    journal: str = "not checked yet"
+    #: Writes refused because the journal could not keep them (nothing acknowledged).
+    refused: int = 0
 
 
 class Sides:
@@ -69,8 +84,12 @@ class Sides:
         *,
         probe_interval: float,
         clock: Callable[[], float],
+        journal_loss: JournalLoss = "refuse",
     ) -> None:
         self.primary, self.secondary, self.journal = primary, secondary, journal
+        self.journal_loss = journal_loss
+        #: Checked before the first journaled write of each outage.
+        self._durability: Durability | None = None
         self.probe_interval = probe_interval
         self.stats = FallbackStats()
         self.mode: Mode = "healthy"
@@ -131,6 +150,32 @@ class Sides:
                 if not self._writing[key]:
                     del self._writing[key]
 
+    async def require_durable(self) -> None:
+        """Before a degraded write: the journal keeps it, or the write is refused.  The
+        journal's home is asked at the first journaled write of each outage."""
+        if self._durability is None:
+            found = await self.journal.durability()
+            self.stats.journal = found.how
+            if not found.durable and found.outlives_process:
+                if self.journal_loss == "accept":
+                    logger.error(
+                        "the fallback journal can lose acknowledged writes (%s): journaling "
+                        "anyway, as journal_loss='accept' asks",
+                        found.how,
+                    )
+                else:
+                    logger.error("the fallback journal can't keep writes (%s)", found.how)
+            self._durability = found
+        found = self._durability
+        if not found.durable and found.outlives_process and self.journal_loss != "accept":
+            self.stats.refused += 1
+            raise StorageUnavailableError(
+                f"the primary storage is unavailable and the fallback journal can't keep "
+                f"an acknowledged write: {found.how}; nothing was written.  Make the "
+                "secondary durable, or pass journal_loss='accept' to FallbackStorage to "
+                "journal anyway, knowing a crash of the secondary loses those writes"
+            )
+
     async def record(self, key: str, operation: Operation) -> None:
         """Journal a write the secondary accepted (within ``secondary_write``)."""
         entry_id = await self.journal.record(operation)
@@ -166,6 +211,7 @@ class Sides:
             if self.mode == "degraded":
                 return
             if self.mode == "healthy":
+                self._durability = None  # asked again: the secondary may have changed
                 # Copies a recovery could not remove must not be read in this outage.
                 await self._remove_copies(await self.journal.copies())
                 self._since = self._clock()
@@ -178,14 +224,14 @@ class Sides:
             self.mode = "degraded"
             self._last_probe = self._clock()
 
-    async def _probe_and_drain(self) -> None:
+    async def _probe_and_drain(self, deadline: float | None = None) -> None:
         """Raises StorageUnavailableError (after failing over) when the primary is down."""
         try:
             await self.primary.exists(PROBE_SESSION)
             async with self._switch:
                 if self.mode == "degraded":
                     self.mode = "recovering"
-            await self._drain()
+            await self._drain(deadline)
         except StorageUnavailableError as error:
             await self.fail_over(error)
             raise
@@ -201,11 +247,14 @@ class Sides:
         finally:
             self._task = None
 
-    async def _drain(self) -> None:
-        """Replay every pending key in journal order; healthy once nothing is pending."""
+    async def _drain(self, deadline: float | None = None) -> None:
+        """Replay every pending key in journal order; healthy once nothing is pending.
+        Stops (still recovering) at ``deadline`` (the clock's time), if given."""
         after: str | None = None
-        progress = self.stats.replayed + self.stats.quarantined
+        progress = self.stats.replayed + self.stats.quarantined + self.stats.lost
         while self.mode == "recovering" and (self._pending or self._writing):
+            if deadline is not None and self._clock() >= deadline:
+                return
             entries = await self.journal.head(100, after=after)
             for entry in entries:
                 await self._replay_oldest(entry)
@@ -213,8 +262,14 @@ class Sides:
                 after = entries[-1].id
                 continue
             # The end of the journal: start over for what conflicted or came meanwhile.
+            if after is None:
+                # Nothing left in the journal, yet keys wait for entries: they vanished.
+                for key in [key for key in self._pending if key not in self._writing]:
+                    async with self._locks.hold(key):
+                        if key in self._pending:
+                            await self._drain_key(key)
             after = None
-            done = self.stats.replayed + self.stats.quarantined
+            done = self.stats.replayed + self.stats.quarantined + self.stats.lost
             if done == progress:
                 await asyncio.sleep(0.05)  # only conflicts or writers in flight: let them be
             progress = done
@@ -233,8 +288,9 @@ class Sides:
         key = self._key_of(entry)
         async with self._locks.hold(key):
             queue = self._pending.get(key)
-            if not queue or queue[0] != entry.id:
+            if not queue or entry.id not in queue:
                 return  # a writer replayed it first
+            # Entries of the key before it (paused by a conflict, or vanished) go first.
             try:
                 await self._drain_key(key)
             except ConflictError as error:
@@ -244,14 +300,15 @@ class Sides:
         """Replay every pending entry of ``key``, oldest first (its lock held, so nothing
         else changes its queue meanwhile)."""
         while queue := self._pending.get(key):
-            found = await self.journal.get_many(list(islice(queue, DRAIN_BATCH)))
+            asked = list(islice(queue, DRAIN_BATCH))
+            found = await self.journal.get_many(asked)
             batch: list[Entry] = []
             for entry in found:
                 if entry is None:
                     break
                 batch.append(entry)
             if not batch:
-                queue.popleft()  # removed by a replay that could not tell us
+                self._lost(key, queue.popleft())
             while batch:
                 outcome = await self._replayer.replay(batch)
                 self._count(outcome, batch[0])
@@ -260,6 +317,20 @@ class Sides:
                     queue.popleft()
             if not queue:
                 await self._settle(key)
+
+    def _lost(self, key: str, entry_id: str) -> None:
+        """An entry this process journaled is gone from the journal, not replayed: the
+        primary serves the key again without it."""
+        self.stats.lost += 1
+        if len(self.stats.lost_entries) < LOST_KEPT:
+            self.stats.lost_entries.append(f"{entry_id} {key}")
+        logger.error(
+            "journal entry %s of %s vanished before it was replayed: that acknowledged "
+            "write is lost (the journal's home lost it: %s)",
+            entry_id,
+            key,
+            self.stats.journal,
+        )
 
     def _count(self, outcome: Outcome, first: Entry) -> None:
         self.stats.replayed += outcome.replayed
@@ -294,19 +365,24 @@ class Sides:
     def _key_of(entry: Entry) -> str:
         return entry.operation.copy_key if entry.operation else f"unreadable:{entry.id}"
 
-    async def reconcile(self) -> ReplayReport:
-        """Replay now; healthy when the journal is empty.  Raises StorageUnavailableError
-        when the primary doesn't answer."""
+    async def reconcile(self, within: float | None = RECONCILE_WITHIN) -> ReplayReport:
+        """Replay now, for at most ``within`` seconds (None: until done); healthy when
+        the journal is empty.  Raises StorageUnavailableError when the primary doesn't
+        answer."""
+        deadline = None if within is None else self._clock() + within
         await self.ready()
         if self._task is not None:
-            await asyncio.shield(self._task)
-        if self.mode != "healthy":
-            await self._probe_and_drain()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(within):
+                    await asyncio.shield(self._task)
+        if self.mode != "healthy" and (deadline is None or self._clock() < deadline):
+            await self._probe_and_drain(deadline)
         return ReplayReport(
             replayed=self.stats.replayed,
             quarantined=self.stats.quarantined,
             moved_on=self.stats.moved_on,
             remaining=await self.journal.size(),
+            lost=self.stats.lost,
         )
 
     async def close(self) -> None:

@@ -46,7 +46,7 @@ from ctxstore.storage.base import (
     SessionReader,
     VersionedStorage,
 )
-from ctxstore.storage.failover import FallbackStats, Sides
+from ctxstore.storage.failover import RECONCILE_WITHIN, FallbackStats, JournalLoss, Sides
 from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
 from ctxstore.storage.replay import ReplayReport
 from ctxstore.storage.rules import Limits
@@ -73,13 +73,24 @@ class FallbackStorage(AsyncClosing):
         journal_name: str = "default",
         probe_interval: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        journal_loss: JournalLoss = "refuse",
     ) -> None:
+        """``journal_loss``: with a secondary that outlives the process (Redis) but can
+        lose what it acknowledged (no AOF, or an AOF not fsynced before the reply),
+        "refuse" (the default) refuses the writes of an outage with
+        StorageUnavailableError instead of acknowledging them; "accept" journals them
+        anyway, logging the risk at each outage and showing it in ``stats.journal``."""
         self.primary = primary
         self.secondary = secondary
         self.journal_name = journal_name
         self.journal: Journal = secondary.open_journal(journal_name)
         self._sides = Sides(
-            primary, secondary, self.journal, probe_interval=probe_interval, clock=clock
+            primary,
+            secondary,
+            self.journal,
+            probe_interval=probe_interval,
+            clock=clock,
+            journal_loss=journal_loss,
         )
         telemetry.watch_fallback(self)
 
@@ -97,12 +108,13 @@ class FallbackStorage(AsyncClosing):
     def stats(self) -> FallbackStats:
         return self._sides.stats
 
-    async def reconcile(self) -> ReplayReport:
+    async def reconcile(self, within: float | None = RECONCILE_WITHIN) -> ReplayReport:
         """Replay the journal now, and serve from the primary again once it is empty.
 
-        Raises StorageUnavailableError when the primary doesn't answer.
+        Returns after ``within`` seconds at most (None: when done) with what remains;
+        raises StorageUnavailableError when the primary doesn't answer.
         """
-        return await self._sides.reconcile()
+        return await self._sides.reconcile(within)
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -376,6 +388,7 @@ class FallbackStorage(AsyncClosing):
                 except StorageUnavailableError as error:
                     await self._sides.fail_over(error)
                     uncertain = True
+            await self._sides.require_durable()
             self.stats.degraded_calls += 1
             result = await action(self.secondary)
             seen = self._sides.seen(session) if session else None

@@ -149,6 +149,18 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Durability:
+    """What an acknowledged journal entry survives."""
+
+    #: It survives a crash of the journal's home (and of this process).
+    durable: bool
+    #: How, in words (logged, and in FallbackStats.journal).
+    how: str
+    #: A crash of this process alone doesn't lose it (the journal lives elsewhere).
+    outlives_process: bool = True
+
+
+@dataclass(frozen=True)
 class Quarantined:
     entry_id: str
     kind: str
@@ -162,7 +174,12 @@ class Journal(ABC):
     @abstractmethod
     async def record(self, operation: Operation) -> str:
         """Append ``operation`` and note its copy in the secondary; the entry id (ids grow in
-        journal order)."""
+        journal order).  Returns once the entry is as durable as ``durability`` says;
+        StorageUnavailableError if it can't be made so (nothing acknowledged)."""
+
+    async def durability(self) -> Durability:
+        """What an entry survives, as the journal's home is configured now."""
+        return Durability(False, "in this process's memory (lost with it)", outlives_process=False)
 
     @abstractmethod
     async def head(self, limit: int, *, after: str | None = None) -> list[Entry]:

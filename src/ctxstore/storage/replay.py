@@ -51,6 +51,8 @@ class ReplayReport:
     moved_on: int = 0
     #: Entries still in the journal (the primary went away again, or kept conflicting).
     remaining: int = 0
+    #: Entries that vanished from the journal before they were replayed (FallbackStats).
+    lost: int = 0
 
 
 @dataclass

@@ -1,7 +1,13 @@
 """FallbackStorage's journal in Redis: a stream beside the secondary's sessions.
 
-Survives a restart of the process (as long as the Redis keeps its data: with persistence
-off, a Redis restart loses it like every session it holds).  Keys: keys.journal_keys.
+Survives a restart of the process, and a crash of Redis only as far as Redis persists
+what it acknowledged: :meth:`RedisJournal.durability` reads that from the server
+(``INFO persistence``, ``CONFIG GET appendfsync``, the version).  An entry is durable
+when it is in an AOF fsynced before the reply (``appendfsync always``), or fsynced on
+request (``WAITAOF 1 0``, Redis 7.2 and newer: the entry is acknowledged after it).
+With RDB snapshots only, or an AOF fsynced every second without WAITAOF, a crash loses
+acknowledged entries, and FallbackStorage refuses to journal there unless told to accept
+it.  Keys: keys.journal_keys.
 """
 
 from __future__ import annotations
@@ -10,25 +16,84 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxstore.errors import CorruptDataError
-from ctxstore.storage.journal import Entry, Journal, Operation, Position, Quarantined
+from ctxstore.errors import CorruptDataError, StorageUnavailableError
+from ctxstore.storage.journal import Durability, Entry, Journal, Operation, Position, Quarantined
 from ctxstore.storage.redis import keys
 from ctxstore.storage.redis.errors import translated_redis
 from ctxstore.storage.redis.values import text
+
+#: The entry and its copy key in one atomic step, so WAITAOF can follow on the same
+#: connection (a MULTI block can't hold it).  KEYS: stream, copies; ARGV: operation, copy.
+_RECORD = """
+local id = redis.call('XADD', KEYS[1], '*', 'op', ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[2])
+return id
+"""
+#: How long an entry may take to be fsynced before the write is refused, not acknowledged.
+FSYNC_TIMEOUT = 2.0
 
 
 class RedisJournal(Journal):
     def __init__(self, client: Any, prefix: str, name: str) -> None:
         self._client = client
         self._stream, self._mark, self._quarantine, self._copies = keys.journal_keys(prefix, name)
+        #: Set by durability(): each entry is acknowledged after WAITAOF.
+        self._wait_aof = False
+
+    async def durability(self) -> Durability:
+        with translated_redis("journal durability check"):
+            persistence = await self._client.info("persistence")
+            version = str((await self._client.info("server")).get("redis_version", "0"))
+            fsync = await self._appendfsync()
+        aof = int(persistence.get("aof_enabled", 0)) == 1
+        wait_aof = _version(version) >= (7, 2)
+        self._wait_aof = aof and wait_aof and fsync != "always"
+        if aof and fsync == "always":
+            return Durability(True, f"Redis {version} AOF, appendfsync always")
+        if self._wait_aof:
+            return Durability(
+                True, f"Redis {version} AOF (appendfsync {fsync or '?'}), each entry after WAITAOF"
+            )
+        if aof:
+            return Durability(
+                False,
+                f"Redis {version} AOF with appendfsync {fsync or 'unknown (CONFIG refused)'}: "
+                "a crash loses the last second of entries (appendfsync always, or Redis 7.2+ "
+                "for WAITAOF, makes each entry durable before it is acknowledged)",
+            )
+        return Durability(
+            False,
+            f"Redis {version} without AOF (appendonly no): a crash loses every entry since "
+            "the last RDB save (set appendonly yes and appendfsync always)",
+        )
+
+    async def _appendfsync(self) -> str | None:
+        """The AOF fsync policy; None where CONFIG is renamed or refused (managed Redis)."""
+        from redis.exceptions import ResponseError  # noqa: PLC0415 - optional dependency
+
+        try:
+            found = await self._client.config_get("appendfsync")
+        except ResponseError:
+            return None
+        return text(found.get("appendfsync", found.get(b"appendfsync")))
 
     async def record(self, operation: Operation) -> str:
         with translated_redis("journal write"):
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.xadd(self._stream, {"op": operation.to_json()})
-                pipe.sadd(self._copies, operation.copy_key)
-                entry_id, _ = await pipe.execute()
-        return text(entry_id) or ""
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.eval(
+                    _RECORD, 2, self._stream, self._copies, operation.to_json(), operation.copy_key
+                )
+                if self._wait_aof:
+                    pipe.execute_command("WAITAOF", 1, 0, int(FSYNC_TIMEOUT * 1000))
+                replies = await pipe.execute()
+        entry_id = text(replies[0]) or ""
+        if self._wait_aof and int(replies[1][0]) < 1:
+            await self.remove([entry_id])  # best effort: it was never acknowledged
+            raise StorageUnavailableError(
+                f"the fallback journal's entry was not fsynced by Redis within "
+                f"{FSYNC_TIMEOUT:.0f} s (WAITAOF): the write is not acknowledged"
+            )
+        return entry_id
 
     async def head(self, limit: int, *, after: str | None = None) -> list[Entry]:
         start = f"({after}" if after else "-"
@@ -116,3 +181,7 @@ class RedisJournal(Journal):
         if dropped:
             with translated_redis("journal write"):
                 await self._client.srem(self._copies, *dropped)
+
+
+def _version(raw: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in raw.split(".")[:2] if part.isdigit())
