@@ -245,3 +245,45 @@ async def test_first_appends_racing_to_create_a_session_all_land(database_url: U
     finally:
         for storage in storages:
             await storage.close()
+
+
+async def test_an_unversioned_summary_never_conflicts_while_saves_shrink_the_session(
+    database_url: URL,
+) -> None:
+    """Issue 25: a save shortening the session, then an append growing it again, between
+    a refused summary write and the read of why, made save_summary without an expected
+    version raise ConflictError (179 in 3 s before).  Now it is stored or refused for a
+    reason (InvalidInputError: covers_until past the messages at that moment)."""
+    import time  # noqa: PLC0415
+
+    from ctxstore.errors import InvalidInputError  # noqa: PLC0415
+
+    def messages(count: int) -> list[Message]:
+        return [Message(role="user", content=str(index)) for index in range(count)]
+
+    outcomes: dict[str, int] = defaultdict(int)
+    async with (
+        PostgresStorage.from_url(database_url) as churner,
+        PostgresStorage.from_url(database_url) as summarizer,
+    ):
+        await churner.save("race", messages(10))
+        stop = time.monotonic() + 2.0
+
+        async def churn() -> None:
+            while time.monotonic() < stop or not outcomes["invalid"]:
+                await churner.save("race", messages(2))
+                await churner.append("race", messages(8))
+
+        async def summarize() -> None:
+            while time.monotonic() < stop or not outcomes["invalid"]:
+                try:
+                    await summarizer.save_summary("race", "summary", covers_until=5)
+                    outcomes["stored"] += 1
+                except InvalidInputError:
+                    outcomes["invalid"] += 1
+                except ConflictError:
+                    outcomes["conflict"] += 1
+
+        await asyncio.wait_for(asyncio.gather(churn(), summarize(), summarize()), 60)
+    assert outcomes["conflict"] == 0, dict(outcomes)
+    assert outcomes["stored"] > 0 and outcomes["invalid"] > 0  # both sides of the race ran

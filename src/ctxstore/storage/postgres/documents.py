@@ -90,6 +90,18 @@ async def insert_summary(
 
     lock = _session_lock(driver, session_id)
     row = await _versioned(driver, key is not None, expected, latest_version, write, lock)
+    if row is None:
+        facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
+        if expected is None and _unexplained(facts, covers_until):
+            # Refused, yet the session now takes it: a save shortened the session and an
+            # append grew it again between the write and this read.  Without an expected
+            # version that is no conflict: write again with the session locked, and read
+            # why not (if not) in the same transaction.
+            async with driver.transaction():
+                await lock()
+                row = await write(await latest_version() if key is not None else None)
+                if row is None:
+                    facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
     if row is not None:
         keys = None
         if key is not None:  # the row just written, sealed under ``key``
@@ -98,7 +110,6 @@ async def insert_summary(
         return rows.summary_from_row(
             dict(zip(sql.SUMMARY_COLUMNS, row, strict=True)), session_id, keys
         )
-    facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
     latest = int(facts["latest"]) if facts is not None else 0
     rules.refuse_summary(
         session_id,
@@ -108,6 +119,16 @@ async def insert_summary(
         expected=expected,
     )
     raise rules.stale_summary(session_id, latest, expected)  # moved on meanwhile
+
+
+def _unexplained(facts: Any, covers_until: int) -> bool:
+    """The session is live and its messages cover ``covers_until``: nothing refuses a
+    summary now."""
+    return (
+        facts is not None
+        and facts["message_count"] is not None
+        and (covers_until < int(facts["message_count"]))
+    )
 
 
 async def write_state(
