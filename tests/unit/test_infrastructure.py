@@ -89,6 +89,22 @@ def test_driver_errors_map_to_the_hierarchy(error: BaseException, expected: type
     assert type(translated_error) is expected
 
 
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (asyncpg.exceptions.DiskFullError("could not extend file"), "disk is full"),
+        (asyncpg.exceptions.CrashShutdownError("crash"), "crashed and is restarting"),
+        (asyncpg.exceptions.CannotConnectNowError("starting"), "in recovery"),
+        (ConnectionRefusedError(111, "refused"), "restarting (after a crash, a full disk"),
+    ],
+)
+def test_unavailability_says_why(error: BaseException, says: str) -> None:
+    """Issue 25: a full disk said "connection refused", not why."""
+    translated_error = translate_db_error(error, "append")
+    assert type(translated_error) is StorageUnavailableError
+    assert says in str(translated_error)
+
+
 def test_translated_keeps_the_cause_and_passes_other_errors() -> None:
     with pytest.raises(StorageUnavailableError) as caught, translated("save"):
         raise ConnectionResetError("reset")

@@ -40,6 +40,15 @@ from ctxstore.redaction import redact
 
 # SQLSTATE classes and codes (PostgreSQL appendix A).
 _UNAVAILABLE_CLASSES = ("08", "53", "57P", "58")
+#: Why the server is unavailable, where its SQLSTATE says: what an operator acts on.
+_UNAVAILABLE_REASONS = {
+    "53100": "the database server's disk is full: free space on it (nothing was written)",
+    "53200": "the database server is out of memory",
+    "53300": "the database server has no free connection slot (max_connections)",
+    "57P01": "the database server is shutting down (administrator command)",
+    "57P02": "the database server crashed and is restarting (crash recovery)",
+    "57P03": "the database server is starting up or in recovery and takes no connection yet",
+}
 _TIMEOUT_CODES = {"57014", "55P03", "25P03"}  # query_canceled, lock_not_available, idle tx
 _INVALID_INPUT_CODES = {
     "22000",  # data_exception: asyncpg's own, for a parameter it cannot encode
@@ -240,7 +249,15 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
     if code in _INVALID_INPUT_CODES:
         return InvalidInputError(f"{action}: the database rejected a value", sqlstate=code)
     if code is not None and code.startswith(_UNAVAILABLE_CLASSES):
-        return StorageUnavailableError(detail, sqlstate=code)
+        reason = _UNAVAILABLE_REASONS.get(code)
+        return StorageUnavailableError(f"{detail}: {reason}" if reason else detail, sqlstate=code)
+    if isinstance(found, ConnectionRefusedError):
+        return StorageUnavailableError(
+            f"{detail}: {redact(str(found))}: no PostgreSQL is listening there: it is down, "
+            "or restarting (after a crash, a full disk for its WAL, say, it refuses "
+            "connections until recovery ends); check the URL's host and port and the "
+            "server's log"
+        )
     if isinstance(found, OSError):
         # e.g. "Connect call failed ('127.0.0.1', 5433)": the address, redacted all the same.
         return StorageUnavailableError(
