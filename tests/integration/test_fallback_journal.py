@@ -253,6 +253,27 @@ async def test_an_append_the_failing_call_may_have_applied_is_applied_once(
     assert await direct.load("maybe") == msgs("turn 1", "turn 2", "turn 3")
 
 
+async def test_an_applied_uncertain_append_stays_once_when_another_writer_followed(
+    direct: PostgresStorage,
+) -> None:
+    """Issue 25: the failing call's append reached the primary (its reply was lost), then
+    another process appended before the replay: the replay stored it a second time,
+    ``[setup, A.pre, A.held, B.1, A.held]``.  It is found where it landed now."""
+    journal = MemoryStorage().open_journal("j")
+    setup, pre, held, other = msgs("setup", "A.pre", "A.held", "B.1")
+    await direct.save("held", [setup, pre])
+    await direct.append("held", [held])  # committed; the fallback never heard back
+    await direct.append("held", [other])  # process B, before the replay
+    await journal.record(Operation("append", "held", messages=(held,), uncertain=True))
+    await replay_all(Replayer(direct, journal), journal)
+    assert await direct.load("held") == [setup, pre, held, other]
+    # and one that did not land is applied, after what B wrote
+    lost = msgs("A.lost")[0]
+    await journal.record(Operation("append", "held", messages=(lost,), uncertain=True))
+    await replay_all(Replayer(direct, journal), journal)
+    assert await direct.load("held") == [setup, pre, held, other, lost]
+
+
 async def test_replay_uses_only_the_store_api() -> None:
     """The replayer only uses the public Store API: a MemoryStorage primary works too."""
     primary = MemoryStorage()

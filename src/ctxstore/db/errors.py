@@ -249,8 +249,8 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
     if code in _INVALID_INPUT_CODES:
         return InvalidInputError(f"{action}: the database rejected a value", sqlstate=code)
     if code is not None and code.startswith(_UNAVAILABLE_CLASSES):
-        reason = _UNAVAILABLE_REASONS.get(code)
-        return StorageUnavailableError(f"{detail}: {reason}" if reason else detail, sqlstate=code)
+        why = _UNAVAILABLE_REASONS.get(code)
+        return StorageUnavailableError(f"{detail}: {why}" if why else detail, sqlstate=code)
     if isinstance(found, ConnectionRefusedError):
         return StorageUnavailableError(
             f"{detail}: {redact(str(found))}: no PostgreSQL is listening there: it is down, "

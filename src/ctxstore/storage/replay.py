@@ -20,8 +20,11 @@ it is, to resume later.
 
 Exactly once: an append is applied at the primary version recorded in the journal's mark
 first, so one interrupted by a crash is recognised on the next replay (the version moved
-and the primary ends with its messages) and not applied twice.  Saves, deletes and
-documents are idempotent.
+and the primary ends with its messages) and not applied twice.  The append of the call
+that failed over (*uncertain*: its reply was lost, not necessarily its write) is looked
+for among the session's latest UNCERTAIN_WINDOW messages, other writers' after it
+included, and applied only when its messages (times included) are not there.  Saves,
+deletes and documents are idempotent.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ from ctxstore.storage.store import Store
 CONFLICTS = Retry(ConflictError, attempts=20)
 #: Messages replay appends in one statement when it joins a run of journaled appends.
 RUN_MESSAGES = 1000
+#: Messages other writers may have appended after an uncertain append that landed (the
+#: call that failed over): replay looks for it among this many of the latest.
+UNCERTAIN_WINDOW = 1000
 
 
 @dataclass
@@ -271,13 +277,19 @@ class Replayer:
             if head.version <= position.version:
                 return False  # nothing was written at or after that version
             start = position.start
-        elif op.uncertain:
-            start = head.count - length  # the failed call would have been the last write
-        else:
+            if start < 0 or start + length > head.count:
+                return False
+            return await self._span(op.key, start, start + length) == list(op.messages)
+        if not op.uncertain or length == 0:
             return False
-        if start < 0 or start + length > head.count:
-            return False
-        return await self._span(op.key, start, start + length) == list(op.messages)
+        # The failed call's append may have landed, with other writers' after it: look for
+        # its messages (times included) among the session's latest.
+        start = max(0, head.count - length - UNCERTAIN_WINDOW)
+        tail = await self._span(op.key, start, head.count)
+        wanted = list(op.messages)
+        return any(
+            tail[index : index + length] == wanted for index in range(len(tail) - length + 1)
+        )
 
     async def _head(self, session_id: str) -> _Head:
         async with self.primary.reader(session_id) as reader:
