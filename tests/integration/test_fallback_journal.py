@@ -22,6 +22,7 @@ from ctxstore import (
     PostgresStorage,
     RedisStorage,
     SessionNotFoundError,
+    StorageUnavailableError,
 )
 from ctxstore.storage.fallback import FallbackStorage
 from ctxstore.storage.journal import Journal, Operation, Position
@@ -329,3 +330,30 @@ async def test_a_run_with_a_save_is_replayed_as_one_save() -> None:
     await replay_all(replayer, journal)
     state = await primary.load_state("j")
     assert state is not None and state.value.stage == "triage"
+
+
+async def test_a_degraded_read_never_shows_less_than_the_primary_held(
+    proxied: tuple[TcpProxy, URL], fallback: FallbackStorage, direct: PostgresStorage
+) -> None:
+    """Issue 25: during an outage the secondary holds only what was written in it, so a
+    read of a session the primary holds answered an empty or a shortened history.  A
+    session this process saw on the primary is now read from the secondary only where
+    the secondary holds all of what the read shows; otherwise the read says why."""
+    proxy, _ = proxied
+    await fallback.save("seen", msgs("one", "two", "three"))
+    await fallback.save("untouched", msgs("kept"))
+    proxy.refuse()
+    await fallback.append("seen", msgs("four"))
+    with pytest.raises(StorageUnavailableError, match="only the messages appended"):
+        await fallback.load("seen")
+    assert await fallback.newest("seen", 1) == msgs("four")  # the outage's own: all there
+    with pytest.raises(StorageUnavailableError, match="only the messages appended"):
+        await fallback.newest("seen", 3)
+    with pytest.raises(StorageUnavailableError, match="holds nothing of session 'untouched'"):
+        await fallback.load("untouched")
+    # a session saved whole in the outage is all there
+    await fallback.save("seen", msgs("replaced"))
+    assert await fallback.load("seen") == msgs("replaced")
+    await recover(proxy, fallback)
+    assert await fallback.load("seen") == msgs("replaced")
+    assert await direct.load("untouched") == msgs("kept")

@@ -105,6 +105,9 @@ class Sides:
         #: Secondary writes in progress per key (journaled when they finish).
         self._writing: dict[str, int] = {}
         self._seen: OrderedDict[str, int] = OrderedDict()
+        #: Pending session keys whose secondary copy began with an append: it holds the
+        #: outage's messages only, not the primary's earlier ones.
+        self._partial: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     # -- routing ----------------------------------------------------------------------
@@ -179,6 +182,10 @@ class Sides:
     async def record(self, key: str, operation: Operation) -> None:
         """Journal a write the secondary accepted (within ``secondary_write``)."""
         entry_id = await self.journal.record(operation)
+        if operation.kind == "append" and key not in self._pending:
+            self._partial.add(key)
+        elif operation.kind in ("save", "delete"):
+            self._partial.discard(key)  # the copy is the whole session now
         self._pending.setdefault(key, deque()).append(entry_id)
         self.stats.journaled += 1
 
@@ -190,6 +197,27 @@ class Sides:
 
     def seen(self, session_id: str) -> int | None:
         return self._seen.get(session_id)
+
+    def check_secondary_read(self, key: str, session_id: str, *, whole: bool) -> None:
+        """Before a read the secondary serves: refuse one that would show less than the
+        primary is known to hold (this process saw the session there), saying why."""
+        version = self._seen.get(session_id)
+        if not version:
+            return  # never seen on the primary: the secondary's answer is all there is
+        if key not in self._pending and key not in self._writing:
+            raise StorageUnavailableError(
+                f"the primary storage is unavailable and the fallback holds nothing of "
+                f"session {session_id!r}, which the primary holds (version {version})"
+            )
+        if whole and key in self._partial:
+            raise StorageUnavailableError(
+                f"the primary storage is unavailable; the fallback holds only the messages "
+                f"appended to session {session_id!r} during the outage, not the primary's "
+                "earlier ones: read the newest messages, or retry when the primary is back"
+            )
+
+    def partial(self, key: str) -> bool:
+        return key in self._partial
 
     # -- switching ----------------------------------------------------------------------
 
@@ -345,6 +373,7 @@ class Sides:
     async def _settle(self, key: str) -> None:
         """``key`` has nothing left to replay: the primary serves it; its copy goes."""
         self._pending.pop(key, None)
+        self._partial.discard(key)
         subject = key.partition(":")[2]
         version = self._replayer.settled(subject)
         if version is not None:

@@ -188,14 +188,20 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def load(self, session_id: str) -> list[Message]:
-        return await self._read(lambda store: store.load(session_id), _session(session_id))
+        return await self._read(
+            lambda store: store.load(session_id), _session(session_id), session_id, whole=True
+        )
 
     async def newest(self, session_id: str, limit: int) -> list[Message]:
-        return await self._read(lambda store: store.newest(session_id, limit), _session(session_id))
+        key = _session(session_id)
+        found = await self._read(lambda store: store.newest(session_id, limit), key, session_id)
+        if self._sides.serves_secondary(key) and self._sides.partial(key) and len(found) < limit:
+            self._sides.check_secondary_read(key, session_id, whole=True)  # says why
+        return found
 
     async def version(self, session_id: str) -> int:
         key = _session(session_id)
-        version = await self._read(lambda store: store.version(session_id), key)
+        version = await self._read(lambda store: store.version(session_id), key, session_id)
         if not self._sides.serves_secondary(key):
             self._sides.saw(session_id, version)
         return version
@@ -213,7 +219,9 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def exists(self, session_id: str) -> bool:
-        return await self._read(lambda store: store.exists(session_id), _session(session_id))
+        return await self._read(
+            lambda store: store.exists(session_id), _session(session_id), session_id
+        )
 
     # -- documents --------------------------------------------------------------------------
 
@@ -249,7 +257,9 @@ class FallbackStorage(AsyncClosing):
         self, session_id: str, summary_version: int | None = None
     ) -> Summary | None:
         return await self._read(
-            lambda store: store.load_summary(session_id, summary_version), _session(session_id)
+            lambda store: store.load_summary(session_id, summary_version),
+            _session(session_id),
+            session_id,
         )
 
     async def save_state(
@@ -271,10 +281,17 @@ class FallbackStorage(AsyncClosing):
         )
 
     async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
-        return await self._read(lambda store: store.load_state(session_id), _session(session_id))
+        return await self._read(
+            lambda store: store.load_state(session_id), _session(session_id), session_id
+        )
 
     async def state_history(self, session_id: str) -> list[StateChange]:
-        return await self._read(lambda store: store.state_history(session_id), _session(session_id))
+        return await self._read(
+            lambda store: store.state_history(session_id),
+            _session(session_id),
+            session_id,
+            whole=True,
+        )
 
     async def save_profile(
         self,
@@ -321,7 +338,9 @@ class FallbackStorage(AsyncClosing):
         return await self.primary.erase_user(user_id, vacuum=vacuum)
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:
-        return await self._read(lambda store: store.snapshot(session_id), _session(session_id))
+        return await self._read(
+            lambda store: store.snapshot(session_id), _session(session_id), session_id, whole=True
+        )
 
     async def iter_messages(
         self, session_id: str, *, batch_size: int = 1000
@@ -331,6 +350,8 @@ class FallbackStorage(AsyncClosing):
             stream = await self._read(
                 lambda store: _first_batch(stack, store, session_id, batch_size),
                 _session(session_id),
+                session_id,
+                whole=True,
             )
             for message in stream.first:
                 yield message
@@ -344,17 +365,31 @@ class FallbackStorage(AsyncClosing):
             yield await self._read(
                 lambda store: stack.enter_async_context(store.reader(session_id)),
                 _session(session_id),
+                session_id,
+                whole=True,
             )
 
     # -- routing ----------------------------------------------------------------------
 
-    async def _read(self, action: Callable[[Store], Awaitable[Result]], key: str) -> Result:
+    async def _read(
+        self,
+        action: Callable[[Store], Awaitable[Result]],
+        key: str,
+        session: str | None = None,
+        *,
+        whole: bool = False,
+    ) -> Result:
+        """``action`` on the side serving ``key``.  On the secondary, a read of a session
+        this process saw on the primary is refused where the secondary would show less
+        (``whole``: the read shows the whole history)."""
         await self._sides.ready()
         if not self._sides.serves_secondary(key):
             try:
                 return await action(self.primary)
             except StorageUnavailableError as error:
                 await self._sides.fail_over(error)
+        if session is not None:
+            self._sides.check_secondary_read(key, session, whole=whole)
         self.stats.degraded_calls += 1
         return await action(self.secondary)
 
