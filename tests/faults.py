@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from sqlalchemy import URL
 
-Mode = Literal["forward", "refuse", "blackhole"]
+Mode = Literal["forward", "refuse", "blackhole", "deaf"]
 
 
 class TcpProxy:
@@ -21,6 +21,8 @@ class TcpProxy:
         self._unix_path = unix_path
         self._host, self._port = host, port
         self.mode: Mode = "forward"
+        #: Requests holding these bytes turn the proxy deaf once forwarded (deaf_after).
+        self._deaf_marker: bytes | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -30,11 +32,20 @@ class TcpProxy:
         return int(self._server.sockets[0].getsockname()[1])
 
     def forward(self) -> None:
-        self.mode = "forward"
+        self.mode, self._deaf_marker = "forward", None
 
     def blackhole(self) -> None:
         """Connections stay open but nothing gets through, either way (a dead network)."""
         self.mode = "blackhole"
+
+    def deaf(self) -> None:
+        """Requests reach the server; its replies are dropped (a reply lost in flight)."""
+        self.mode = "deaf"
+
+    def deaf_after(self, marker: bytes) -> None:
+        """Forward; the first request holding ``marker`` still reaches the server, and
+        from its reply on the proxy is deaf: the server acted, the client never hears."""
+        self._deaf_marker = marker
 
     def refuse(self) -> None:
         """Close every connection, and every new one at once (a server that went away)."""
@@ -68,7 +79,7 @@ class TcpProxy:
             self._writers.add(up_writer)
             pumps = [
                 asyncio.ensure_future(self._pump(reader, up_writer)),
-                asyncio.ensure_future(self._pump(up_reader, writer)),
+                asyncio.ensure_future(self._pump(up_reader, writer, replies=True)),
             ]
             self._tasks.update(pumps)
             await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
@@ -81,15 +92,19 @@ class TcpProxy:
             writer.close()
             self._writers.discard(writer)
 
-    async def _pump(self, source: asyncio.StreamReader, target: asyncio.StreamWriter) -> None:
+    async def _pump(
+        self, source: asyncio.StreamReader, target: asyncio.StreamWriter, *, replies: bool = False
+    ) -> None:
         with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
             while data := await source.read(65536):
                 if self.mode == "refuse":
                     return
-                if self.mode == "blackhole":
-                    continue  # dropped on the floor
+                if self.mode == "blackhole" or (self.mode == "deaf" and replies):
+                    continue  # dropped on the floor (deaf: the server still acts on it)
                 target.write(data)
                 await target.drain()
+                if not replies and self._deaf_marker is not None and self._deaf_marker in data:
+                    self._deaf_marker, self.mode = None, "deaf"
 
 
 def socket_target(url: URL) -> dict[str, Any]:

@@ -139,9 +139,11 @@ class TestFallbackDegraded(VersionedContract):
         assert storage.stats.failovers == 1
         assert await storage.secondary.load("d") == turn(0)
         assert await storage.load("d") == turn(0)
-        assert [entry.operation for entry in await storage.journal.head(10)] == [
-            Operation("save", "d", messages=tuple(turn(0)), uncertain=True)
-        ]
+        [journaled] = [entry.operation for entry in await storage.journal.head(10)]
+        assert len(journaled.write_id) == 32  # each write its own id
+        assert journaled == Operation(
+            "save", "d", messages=tuple(turn(0)), uncertain=True, write_id=journaled.write_id
+        )
 
 
 class TestFallbackDegradedOnRedis(TestFallbackDegraded):

@@ -211,3 +211,36 @@ async def test_accepted_loss_is_reported_and_recovery_finishes(
     async with PostgresStorage.from_url(database_url) as direct:
         assert await direct.load("s") == msgs("before", "kept")
         assert await direct.load_state("s") is None
+
+
+async def test_a_write_whose_journal_reply_was_lost_is_never_replayed_after_later_ones(
+    primary: tuple[TcpProxy, URL], database_url: URL
+) -> None:
+    """Issue 25: Redis made a journal entry durable, then its reply was lost: the caller
+    was told the write failed, yet the entry was replayed later, after that caller's
+    next writes.  Now the key's next write first finds that entry and removes it."""
+    proxy, url = primary
+    with redis_server("--appendonly", "yes", "--appendfsync", "always") as server:
+        redis_proxy = TcpProxy(host="127.0.0.1", port=server.port)
+        redis_port = await redis_proxy.start()
+        try:
+            secondary = RedisStorage.from_url(f"redis://127.0.0.1:{redis_port}/0", prefix="t:s")
+            async with FallbackStorage(through_proxy(url), secondary, probe_interval=0) as store:
+                await store.save("s", msgs("a"))
+                proxy.refuse()
+                await store.append("s", msgs("b"))
+                redis_proxy.deaf_after(b"XADD")  # the journal's write: done, never answered
+                with pytest.raises(StorageUnavailableError):
+                    await store.save_state("s", {"stage": "told it failed"})
+                redis_proxy.forward()
+                assert await store.journal.size() == 2  # the unanswered entry is there
+                await store.append("s", msgs("c"))  # the caller's next write
+                assert store.stats.discarded == 1
+                proxy.forward()
+                report = await store.reconcile()
+                assert (report.remaining, report.lost) == (0, 0)
+        finally:
+            await redis_proxy.stop()
+    async with PostgresStorage.from_url(database_url) as direct:
+        assert await direct.load("s") == msgs("a", "b", "c")
+        assert await direct.load_state("s") is None

@@ -73,6 +73,9 @@ class FallbackStats:
     journal: str = "not checked yet"
     #: Writes refused because the journal could not keep them (nothing acknowledged).
     refused: int = 0
+    #: Journal entries of calls told they failed (the journal's reply never came), found
+    #: and removed before the key took another write.
+    discarded: int = 0
 
 
 class Sides:
@@ -105,6 +108,10 @@ class Sides:
         #: Secondary writes in progress per key (journaled when they finish).
         self._writing: dict[str, int] = {}
         self._seen: OrderedDict[str, int] = OrderedDict()
+        #: Keys with a journal write whose reply never came: key -> that write's id.  The
+        #: key takes no other write until the entry is found and removed (its caller was
+        #: told the write failed, so it must never be replayed after the caller's next).
+        self._unanswered: dict[str, str] = {}
         #: Pending session keys whose secondary copy began with an append: it holds the
         #: outage's messages only, not the primary's earlier ones.
         self._partial: set[str] = set()
@@ -181,13 +188,42 @@ class Sides:
 
     async def record(self, key: str, operation: Operation) -> None:
         """Journal a write the secondary accepted (within ``secondary_write``)."""
-        entry_id = await self.journal.record(operation)
+        try:
+            entry_id = await self.journal.record(operation)
+        except StorageUnavailableError:
+            self._unanswered[key] = operation.write_id  # it may be in the journal
+            raise
         if operation.kind == "append" and key not in self._pending:
             self._partial.add(key)
         elif operation.kind in ("save", "delete"):
             self._partial.discard(key)  # the copy is the whole session now
         self._pending.setdefault(key, deque()).append(entry_id)
         self.stats.journaled += 1
+
+    async def settle_unanswered(self, key: str) -> None:
+        """Before ``key`` takes a write: remove the entry of an earlier write to it whose
+        journal reply never came (its caller was told it failed).  Raises
+        StorageUnavailableError while the journal can't be asked: the key waits."""
+        write_id = self._unanswered.get(key)
+        if write_id is None:
+            return
+        async with self._locks.hold(key):
+            if key not in self._unanswered:
+                return
+            entry_id = await self.journal.find(write_id)
+            if entry_id is not None:
+                await self.journal.remove([entry_id])
+                queue = self._pending.get(key)
+                if queue is not None and entry_id in queue:
+                    queue.remove(entry_id)
+                self.stats.discarded += 1
+                logger.error(
+                    "journal entry %s of %s discarded: the journal never answered its write, "
+                    "so its caller was told it failed",
+                    entry_id,
+                    key,
+                )
+            del self._unanswered[key]
 
     def saw(self, session_id: str, version: int) -> None:
         self._seen[session_id] = version
@@ -222,6 +258,9 @@ class Sides:
     # -- switching ----------------------------------------------------------------------
 
     async def _adopt(self) -> None:
+        # An entry whose caller (a process before this one) was told it failed is replayed
+        # here like the rest: that process's later writes were refused until it removed
+        # it, so none came after it.
         async for entry in self.journal.scan():
             self._pending.setdefault(self._key_of(entry), deque()).append(entry.id)
         if self._pending:
@@ -278,6 +317,8 @@ class Sides:
     async def _drain(self, deadline: float | None = None) -> None:
         """Replay every pending key in journal order; healthy once nothing is pending.
         Stops (still recovering) at ``deadline`` (the clock's time), if given."""
+        for key in list(self._unanswered):  # the journal answers again: settle them first
+            await self.settle_unanswered(key)
         after: str | None = None
         progress = self.stats.replayed + self.stats.quarantined + self.stats.lost
         while self.mode == "recovering" and (self._pending or self._writing):

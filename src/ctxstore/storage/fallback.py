@@ -22,6 +22,7 @@ worker process its own stable ``journal_name``.  The degraded state is observabl
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -409,6 +410,7 @@ class FallbackStorage(AsyncClosing):
         ``key``: the journal's copy key, ``session``: the id whose version a result is.
         """
         await self._sides.ready()
+        await self._sides.settle_unanswered(key)
         uncertain = False
         if not self._sides.serves_secondary(key):
             try:
@@ -428,7 +430,13 @@ class FallbackStorage(AsyncClosing):
             result = await action(self.secondary)
             seen = self._sides.seen(session) if session else None
             await self._sides.record(
-                key, replace(operation(), primary_version=seen, uncertain=uncertain)
+                key,
+                replace(
+                    operation(),
+                    primary_version=seen,
+                    uncertain=uncertain,
+                    write_id=uuid.uuid4().hex,
+                ),
             )
             return result
 

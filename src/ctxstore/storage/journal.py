@@ -60,6 +60,8 @@ class Operation:
     primary_version: int | None = None
     #: The primary failed during this very call: it may have applied the write already.
     uncertain: bool = False
+    #: Unique per write: finds the entry of a call whose journal write had no reply.
+    write_id: str = ""
 
     @property
     def copy_key(self) -> str:
@@ -78,6 +80,7 @@ class Operation:
             "token_count": self.token_count,
             "based_on": self.based_on,
             "primary_version": self.primary_version,
+            "write_id": self.write_id or None,
         }
         document.update({name: value for name, value in optional.items() if value is not None})
         if self.uncertain:
@@ -108,6 +111,7 @@ class Operation:
                 based_on=document.get("based_on"),
                 primary_version=document.get("primary_version"),
                 uncertain=bool(document.get("uncertain", False)),
+                write_id=str(document.get("write_id") or ""),
             )
         except CorruptDataError:
             raise
@@ -203,6 +207,14 @@ class Journal(ABC):
     @abstractmethod
     async def marks(self) -> dict[str, Position]:
         """Every mark: entry id -> position."""
+
+    async def find(self, write_id: str) -> str | None:
+        """The id of the entry recording the write ``write_id``, if the journal has it
+        (a scan: only asked after a journal write whose reply never came)."""
+        async for entry in self.scan():
+            if entry.operation is not None and entry.operation.write_id == write_id:
+                return entry.id
+        return None
 
     async def scan(self, page: int = 1000) -> AsyncIterator[Entry]:
         """Every entry, oldest first."""
