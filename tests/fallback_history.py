@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy import URL
 
-from tests.faults import TcpProxy, socket_target
+from tests.faults import RedisServer, TcpProxy, socket_target
 from tests.history_check import (
     MESSAGE_KINDS,
     Log,
@@ -46,7 +46,17 @@ from tests.history_check import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-STATS = ("failovers", "recoveries", "journaled", "replayed", "quarantined", "moved_on")
+STATS = (
+    "failovers",
+    "recoveries",
+    "journaled",
+    "replayed",
+    "quarantined",
+    "moved_on",
+    "lost",
+    "refused",
+    "discarded",
+)
 
 # -- the worker --------------------------------------------------------------------------
 
@@ -176,9 +186,12 @@ async def run_worker(args: argparse.Namespace) -> None:
     settings = EngineSettings(connect_timeout=1.0, pool_timeout=2.0)
     primary = PostgresStorage.from_url(args.database_url, operation_timeout=3.0, settings=settings)
     secondary = RedisStorage.from_url(args.redis_url, prefix=args.prefix)
-    # The shared Redis keeps nothing on disk and this history never kills it: accepted.
     fallback = FallbackStorage(
-        primary, secondary, journal_name=args.journal, probe_interval=0.2, journal_loss="accept"
+        primary,
+        secondary,
+        journal_name=args.journal,
+        probe_interval=0.2,
+        journal_loss=args.journal_loss,
     )
     async with fallback as store:
         clients = Clients(store, out, beliefs, incarnation, args)
@@ -227,10 +240,11 @@ class HistoryResult:
 
 
 def schedule(
-    rng: random.Random, duration: float, outages: int, kills: int
+    rng: random.Random, duration: float, outages: int, kills: int, redis_kills: int = 0
 ) -> list[tuple[float, str]]:
     """Outages of 0.5-2 s with gaps of at least 0.5 s, and kills spread over the run, every
-    other one inside an outage."""
+    other one inside an outage; Redis kills (``redis``) inside outages, where the journal
+    holds what the clients were told."""
     count = max(outages, int(duration / 2.5))
     slot = (duration - 1.0) / count
     events, cuts = [], []
@@ -248,6 +262,9 @@ def schedule(
             start, length = min(cuts, key=lambda cut: abs(cut[0] - at))
             at = start + length * rng.uniform(0.2, 0.8)
         events.append((at, "kill"))
+    for _ in range(redis_kills):
+        start, length = rng.choice(cuts)
+        events.append((start + length * rng.uniform(0.3, 0.9), "redis"))
     return sorted(events)
 
 
@@ -282,6 +299,7 @@ async def inflict(
     rng: random.Random,
     out: LogFile,
     tick: Callable[[float], None] | None,
+    redis: RedisServer | None = None,
 ) -> tuple[Counter[str], list[str]]:
     """Play the schedule: cut and restore the primary, kill and restart the worker."""
     faults: Counter[str] = Counter()
@@ -308,11 +326,22 @@ async def inflict(
             await asyncio.sleep(rng.uniform(0.05, 0.5))
             await worker.start()
             faults["restarts"] += 1
+        elif action == "redis" and redis is not None:
+            redis.kill()  # SIGKILL of redis-server, then it starts again on its files
+            faults["redis kills"] += 1
+            await asyncio.sleep(rng.uniform(0.05, 0.3))
+            await asyncio.to_thread(redis.start)
     return faults, problems
 
 
 async def drain_and_read(
-    url: URL, redis_url: str, prefix: str, journal: str, keys: set[str], patience: float
+    url: URL,
+    redis_url: str,
+    prefix: str,
+    journal: str,
+    keys: set[str],
+    patience: float,
+    journal_loss: str = "accept",
 ) -> tuple[dict[str, int], list[str], dict[str, Model]]:
     """A fresh FallbackStorage replays what is left of the journal; then the primary, read.
 
@@ -325,7 +354,11 @@ async def drain_and_read(
     primary = PostgresStorage.from_url(url, operation_timeout=10.0)
     secondary = RedisStorage.from_url(redis_url, prefix=prefix)
     async with FallbackStorage(
-        primary, secondary, journal_name=journal, probe_interval=0.1, journal_loss="accept"
+        primary,
+        secondary,
+        journal_name=journal,
+        probe_interval=0.1,
+        journal_loss="accept" if journal_loss == "accept" else "refuse",
     ) as fb:
         left, started = await fb.journal.size(), time.monotonic()
         deadline = started + patience
@@ -389,8 +422,14 @@ async def run_history(
     min_kills: int = 3,
     tick: Callable[[float], None] | None = None,
     keep_logs: bool = False,
+    redis: RedisServer | None = None,
+    redis_kills: int = 0,
+    journal_loss: str = "accept",
 ) -> HistoryResult:
-    """Run the workload against the migrated database at ``database_url``, then check it."""
+    """Run the workload against the migrated database at ``database_url``, then check it.
+
+    ``redis``: a redis-server of the run's own (at ``redis_url``), SIGKILLed ``redis_kills``
+    times inside outages; ``journal_loss`` as FallbackStorage takes it."""
     from tests.conftest import drop_keys  # noqa: PLC0415
 
     seed = random.randrange(2**31) if seed is None else seed
@@ -411,14 +450,18 @@ async def run_history(
         "seed": seed,
         "sessions-per-client": sessions_per_client,
         "pause": pause,
+        "journal-loss": journal_loss,
     }
     worker = Worker([part for k, v in options.items() for part in (f"--{k}", str(v))], stderr)
     keep = False
     try:
         await worker.start()
         started = time.monotonic()
-        events = [*schedule(rng, duration, min_outages, min_kills), (duration, "end")]
-        faults, problems = await inflict(worker, proxy, events, rng, LogFile(log_path), tick)
+        events = [
+            *schedule(rng, duration, min_outages, min_kills, redis_kills),
+            (duration, "end"),
+        ]
+        faults, problems = await inflict(worker, proxy, events, rng, LogFile(log_path), tick, redis)
         elapsed = time.monotonic() - started
         if tick is not None:
             tick(elapsed)
@@ -426,7 +469,13 @@ async def run_history(
         await worker.kill()
         log = read_log(log_path)
         final, drained, finals = await drain_and_read(
-            database_url, redis_url, prefix, journal, set(log.histories), patience=60.0
+            database_url,
+            redis_url,
+            prefix,
+            journal,
+            set(log.histories),
+            patience=60.0,
+            journal_loss=journal_loss,
         )
         verdict = check_history(log.histories, finals)
         if problems and (text := stderr.read_text(errors="replace").strip()):
@@ -464,6 +513,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sessions-per-client", type=int, default=3)
     parser.add_argument("--pause", type=float, default=0.02, help="most seconds between ops")
+    parser.add_argument("--journal-loss", choices=("refuse", "accept"), default="accept")
     asyncio.run(run_worker(parser.parse_args(argv)))
 
 

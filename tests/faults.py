@@ -1,6 +1,7 @@
-"""A small local TCP proxy that can refuse or black-hole connections (fault tests only).
+"""Faults for tests: a small local TCP proxy that can refuse, black-hole or drop the
+replies of connections, and a redis-server of a test's own to SIGKILL.
 
-It listens on 127.0.0.1 and forwards to a PostgreSQL on a TCP port or a Unix socket.
+The proxy listens on 127.0.0.1 and forwards to a server on a TCP port or a Unix socket.
 """
 
 from __future__ import annotations
@@ -9,6 +10,15 @@ import asyncio
 import contextlib
 import glob
 import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import URL
@@ -130,3 +140,65 @@ def through(proxy_port: int, url: URL) -> URL:
         port=proxy_port,
         database=url.database,
     )
+
+
+# -- a redis-server of a test's own ---------------------------------------------------------
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class RedisServer:
+    """A redis-server of the test's own, SIGKILLed and started again on its directory."""
+
+    def __init__(self, directory: Path, *options: str) -> None:
+        self.directory, self.options = directory, options
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                str(REDIS_SERVER),
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--dir", str(self.directory),
+                *self.options,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+
+@contextmanager
+def redis_server(*options: str) -> Iterator[RedisServer]:
+    directory = Path(tempfile.mkdtemp(prefix="ctxstore-redis-"))
+    server = RedisServer(directory, *options)
+    server.start()
+    try:
+        yield server
+    finally:
+        if server.process is not None and server.process.poll() is None:
+            server.kill()
+        shutil.rmtree(directory, ignore_errors=True)

@@ -9,15 +9,9 @@ the outage silently, ``reconcile()`` never returned and ``load()`` answered 0 me
 
 from __future__ import annotations
 
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,69 +20,11 @@ from sqlalchemy import URL
 from ctxstore import EngineSettings, Message, PostgresStorage, RedisStorage
 from ctxstore.errors import StorageUnavailableError
 from ctxstore.storage.fallback import FallbackStorage
-from tests.faults import TcpProxy
+from tests.faults import REDIS_SERVER, RedisServer, TcpProxy, redis_server
 
-REDIS_SERVER = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None, reason="redis-server is not installed (apt-get install redis-server)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class RedisServer:
-    """A redis-server of the test's own, SIGKILLed and started again on its directory."""
-
-    def __init__(self, directory: Path, *options: str) -> None:
-        self.directory, self.options = directory, options
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                str(REDIS_SERVER),
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--dir", str(self.directory),
-                *self.options,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-
-@contextmanager
-def redis_server(*options: str) -> Iterator[RedisServer]:
-    directory = Path(tempfile.mkdtemp(prefix="ctxstore-redis-"))
-    server = RedisServer(directory, *options)
-    server.start()
-    try:
-        yield server
-    finally:
-        if server.process is not None and server.process.poll() is None:
-            server.kill()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def redis_version() -> tuple[int, int]:

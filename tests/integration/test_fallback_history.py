@@ -24,6 +24,7 @@ from tests.fallback_history import (
     run_history,
     schedule,
 )
+from tests.faults import REDIS_SERVER, redis_server
 
 
 def op(name: str, kind: str, payload: object = None, status: str = "ok") -> Op:
@@ -171,3 +172,58 @@ async def test_30_seconds_of_outages_and_crashes_leave_a_valid_history(
     assert result.worker_stats["journaled"] > 0
     if pause >= 0.2:  # 4 to 7 in six runs on a quiet machine; 0 once with 3 suites beside
         assert result.worker_stats["recoveries"] >= 1
+
+
+def _waitaof() -> bool:
+    from tests.integration.test_fallback_durability import redis_version  # noqa: PLC0415
+
+    return REDIS_SERVER is not None and redis_version() >= (7, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+@pytest.mark.parametrize(
+    ("options", "durable"),
+    [
+        pytest.param(("--appendonly", "yes", "--appendfsync", "always"), True, id="aof-always"),
+        # durable on Redis 7.2+ (WAITAOF), refused below
+        pytest.param(("--appendonly", "yes", "--appendfsync", "everysec"), None, id="everysec"),
+        pytest.param((), False, id="defaults"),  # RDB save points, no AOF
+    ],
+)
+async def test_redis_killed_in_outages_loses_no_acknowledged_write(
+    database_url: URL, options: tuple[str, ...], durable: bool | None
+) -> None:
+    """Issue 25: SIGKILL of redis-server during PostgreSQL outages, with worker kills too.
+    A journal that can keep its entries acknowledges and loses none; one that can't
+    refuses the outage's writes: either way every acknowledged write is in PostgreSQL,
+    once, in order."""
+    durable = _waitaof() if durable is None else durable
+    with redis_server(*options) as redis:
+        # Refused writes after a failed primary call are indeterminate (the primary may
+        # have applied them): fewer ops per session keep the histories checkable.
+        result = await run_history(
+            database_url,
+            redis.url,
+            duration=20.0,
+            clients=6,
+            pause=0.05 if durable else 0.3,
+            sessions_per_client=3 if durable else 6,
+            redis=redis,
+            redis_kills=4,
+            journal_loss="refuse",
+        )
+    print()
+    for name, value in result.figures():
+        print(f"{name:>26}: {value}")
+    for anomaly in result.anomalies[:20]:
+        print("ANOMALY", anomaly)
+    assert result.anomalies == []
+    assert result.faults["redis kills"] >= 4 and result.faults["outages"] >= 8
+    stats = result.worker_stats
+    assert stats["lost"] == 0
+    if durable:
+        assert stats["journaled"] > 0 and stats["refused"] == 0
+    else:
+        assert stats["refused"] > 0 and stats["journaled"] == 0
+    assert result.ops["ok"] > 100
