@@ -9,7 +9,9 @@ shown only when at least ``min_group_size`` (k; default 5, see :func:`set_min_gr
 of a day's consultations have it and at least k of them don't; a window counts the sum
 of its days' shown counts (revision 0016, so no two windows difference to a consultation).
 Those counts are the cells ``ctxstore analytics refresh`` stores (ctxstore.aggregates,
-revision 0018): free-text reports show the days refreshed, never the current one.
+revision 0018): free-text reports show the days refreshed, never the current one.  An
+average, median or percentile over fewer than k consultations is NULL, and a red-flag
+count (and rate) shows only where k have red flags and k don't (revision 0019).
 ``since`` and ``until`` select consultations by their first activity (the first
 message's time, else the session's creation): ``since <= first_activity < until``; each
 is a whole day, a :class:`~datetime.date` or a UTC midnight, or None (open).
@@ -45,11 +47,11 @@ STAGE_ORDER = ("greeting", "collecting_details", "assessing", "advising", "compl
 _WINDOW = "CAST(:since AS timestamptz), CAST(:until AS timestamptz)"
 
 REPORT_SQL: dict[str, str] = {
-    "overview": f"SELECT * FROM analytics_overview_v2({_WINDOW})",
+    "overview": f"SELECT * FROM analytics_overview_v3({_WINDOW})",
     "funnel": f"SELECT * FROM analytics_funnel_v2({_WINDOW})",
     "transitions": f"SELECT * FROM analytics_transitions_v2({_WINDOW})",
-    "durations": f"SELECT * FROM analytics_durations_v2({_WINDOW})",
-    "red-flags": f"SELECT * FROM analytics_red_flags_v2(:bucket, {_WINDOW})",
+    "durations": f"SELECT * FROM analytics_durations_v3({_WINDOW})",
+    "red-flags": f"SELECT * FROM analytics_red_flags_v3(:bucket, {_WINDOW})",
 }
 
 #: report: the kind of value it counts (also its value column).  Each counts consultations

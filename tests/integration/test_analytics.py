@@ -127,10 +127,18 @@ async def test_overview(known: PostgresStorage) -> None:
     assert row["consultations"] == 5
     assert row["messages"] == 4 + 2 + 6 + 2 + 2
     assert float(row["avg_turns"]) == (2 + 1 + 3 + 1 + 1) / 5
-    assert float(row["red_flag_rate"]) == 2 / 5
+    assert row["red_flag_rate"] is None  # 2 with red flags, fewer than k = 5 (0019)
     assert float(row["summarized_share"]) == 1 / 5
     # durations in minutes: A 3, B 5, C 10, D 1, E 4 -> median 4
     assert float(row["median_minutes"]) == 4.0
+    await set_min_group_size(known.engine, 2)  # 2 with, 3 without: both at least k
+    (row,) = await report(known, "overview")
+    assert float(row["red_flag_rate"]) == 2 / 5
+    # one day's two consultations: averages and medians over fewer than k are hidden
+    await set_min_group_size(known.engine, 3)
+    (day,) = await report(known, "overview", since=midnight(DAY1), until=midnight(DAY2))
+    assert day["consultations"] == 2 and day["messages"] == 6
+    assert (day["avg_turns"], day["median_minutes"], day["p90_minutes"]) == (None, None, None)
 
 
 async def test_funnel_and_drop_off(known: PostgresStorage) -> None:
@@ -222,19 +230,27 @@ async def test_the_min_group_size_is_at_least_two(known: PostgresStorage) -> Non
 
 
 async def test_red_flags_per_day_and_week(known: PostgresStorage) -> None:
+    # Shown only where k have red flags and k don't (0019): with k = 2, no day qualifies
+    # (1 of 2, 1 of 2, 0 of 1), the first week does (2 of 4).
+    await set_min_group_size(known.engine, 2)
     daily = await report(known, "red-flags", per="day")
-    assert [
-        (r["day"], r["consultations"], r["with_red_flags"], float(r["rate"])) for r in daily
-    ] == [
-        (midnight(DAY1), 2, 1, 0.5),
-        (midnight(DAY2), 2, 1, 0.5),
-        (midnight(DAY3), 1, 0, 0.0),
+    assert [(r["day"], r["consultations"], r["with_red_flags"], r["rate"]) for r in daily] == [
+        (midnight(DAY1), 2, None, None),
+        (midnight(DAY2), 2, None, None),
+        (midnight(DAY3), 1, None, None),
     ]
     weekly = await report(known, "red-flags", per="week")
     assert [(r["week"], r["consultations"], r["with_red_flags"]) for r in weekly] == [
         (midnight(DAY1), 4, 2),
-        (midnight(DAY3), 1, 0),
+        (midnight(DAY3), 1, None),
     ]
+    assert float(weekly[0]["rate"]) == 0.5
+    # the all-time views the analytics role reads suppress the same way
+    async with known.engine.connect() as conn:
+        views = await conn.execute(
+            text("SELECT week, with_red_flags FROM analytics_red_flags_weekly ORDER BY 1")
+        )
+        assert [tuple(row) for row in views] == [(midnight(DAY1), 2), (midnight(DAY3), None)]
 
 
 async def test_since_and_until_select_by_first_activity(known: PostgresStorage) -> None:
@@ -249,9 +265,14 @@ async def test_since_and_until_select_by_first_activity(known: PostgresStorage) 
 
 
 async def test_durations_by_final_stage(known: PostgresStorage) -> None:
+    await set_min_group_size(known.engine, 2)
     rows = {r["final_stage"]: r for r in await report(known, "durations")}
-    assert float(rows["advising"]["median_minutes"]) == 10.0
+    assert rows["advising"]["consultations"] == 1
+    assert rows["advising"]["median_minutes"] is None  # one consultation: its exact time
     assert rows[None]["consultations"] == 1  # E has no state
+    await set_min_group_size(known.engine, 5)
+    (everyone,) = await report(known, "overview")
+    assert float(everyone["median_minutes"]) == 4.0  # five: shown
 
 
 async def test_analytics_command_renders_table_json_and_csv(

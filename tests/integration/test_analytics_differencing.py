@@ -134,7 +134,7 @@ async def test_windows_differing_by_a_microsecond_are_refused(
     shorter = midnight(D1) + timedelta(microseconds=1)
     for function in (
         "analytics_frequencies_v3('chief_complaint', ",
-        "analytics_overview_v2(",
+        "analytics_overview_v3(",
     ):
         for window in (f"'{shorter.isoformat()}', NULL)", f"NULL, '{shorter.isoformat()}')"):
             with pytest.raises(DBAPIError, match=r"must be a whole day \(UTC midnight\)"):

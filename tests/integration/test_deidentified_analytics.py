@@ -61,9 +61,11 @@ WINDOW = "timestamp with time zone,timestamp with time zone"
 FUNCTION = f"analytics_frequencies_v3(text,{WINDOW})"
 FUNCTIONS = {
     FUNCTION,
-    *(f"analytics_{report}_v2({WINDOW})" for report in ("overview", "funnel", "transitions")),
-    f"analytics_durations_v2({WINDOW})",
-    f"analytics_red_flags_v2(text,{WINDOW})",
+    *(f"analytics_{report}_v2({WINDOW})" for report in ("funnel", "transitions")),
+    # small groups suppressed (revision 0019)
+    f"analytics_overview_v3({WINDOW})",
+    f"analytics_durations_v3({WINDOW})",
+    f"analytics_red_flags_v3(text,{WINDOW})",
     "analytics_min_group_size_v1()",
 }
 KINDS = ("chief_complaint", "body_part", "symptom", "red_flag", "symptom_duration")

@@ -124,7 +124,7 @@ def test_the_cli_names_the_missing_schema_and_its_revision(empty_database_url: U
     line = one_error_line(
         ctxstore("analytics", "overview", "--database-url", plain(empty_database_url))
     )
-    assert "analytics_overview_v2" in line and "no ctxstore schema" in line
+    assert "analytics_overview_v3" in line and "no ctxstore schema" in line
 
 
 async def test_a_database_behind_names_both_revisions(behind_database_url: URL) -> None:

@@ -611,3 +611,41 @@ def test_states_of_0017_lose_their_free_text_when_sealed_at_0018_and_keep_it_pla
     assert asyncio.run(rows(url, "SELECT to_regclass('analytics_value_cells')")) == [(None,)]
     migrations.upgrade(url, "head")
     assert asyncio.run(refreshed()) == {"膝盖 zq": 6, "腰痛": 6}
+
+
+def test_red_flags_of_sealed_states_count_again_at_0019_and_back(empty_database_url: URL) -> None:
+    """0018 emptied the red-flag text of sealed states, which the red-flag views counted:
+    at 0019 they count ``red_flag_count`` and show a count where k have red flags and k
+    don't.  Back at 0018 the views are 0008's again."""
+    import os  # noqa: PLC0415
+
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "0018")
+    day = datetime(2026, 11, 23, 9, tzinfo=UTC)
+    encryption = Encryption(Keyring({"k": os.urandom(32)}))
+
+    async def seed() -> None:
+        async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+            for index in range(10):
+                moment = day.replace(minute=index)
+                session_id = f"f{index}"
+                await storage.save(
+                    session_id, [Message(role="user", content="hi", timestamp=moment)]
+                )
+                flags = ["发热"] if index < 5 else []
+                await storage.save_state(session_id, {"stage": "assessing", "red_flags": flags})
+
+    asyncio.run(seed())
+    daily = "SELECT consultations, with_red_flags FROM analytics_red_flags_daily"
+    assert asyncio.run(rows(url, daily)) == [(10, 0)]  # the text is sealed: none counted
+    migrations.upgrade(url, "0019")
+    assert asyncio.run(rows(url, daily)) == [(10, 5)]  # 5 with, 5 without: k = 5
+    asyncio.run(committed(url, "UPDATE ctxstore_analytics_settings SET min_group_size = 6"))
+    assert asyncio.run(rows(url, daily)) == [(10, None)]
+    migrations.downgrade(url, "0018")
+    assert asyncio.run(rows(url, daily)) == [(10, 0)]
+    assert asyncio.run(rows(url, "SELECT to_regproc('analytics_overview_v3')")) == [(None,)]
+    migrations.upgrade(url, "head")
+    assert asyncio.run(rows(url, daily)) == [(10, None)]

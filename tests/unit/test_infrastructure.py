@@ -95,7 +95,7 @@ def test_driver_errors_map_to_the_hierarchy(error: BaseException, expected: type
         (asyncpg.exceptions.DiskFullError("could not extend file"), "disk is full"),
         (asyncpg.exceptions.CrashShutdownError("crash"), "crashed and is restarting"),
         (asyncpg.exceptions.CannotConnectNowError("starting"), "in recovery"),
-        (ConnectionRefusedError(111, "refused"), "restarting (after a crash, a full disk"),
+        (ConnectionRefusedError(111, "refused"), "restarting after a crash, a full disk"),
     ],
 )
 def test_unavailability_says_why(error: BaseException, says: str) -> None:

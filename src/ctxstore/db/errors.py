@@ -253,10 +253,9 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
         return StorageUnavailableError(f"{detail}: {why}" if why else detail, sqlstate=code)
     if isinstance(found, ConnectionRefusedError):
         return StorageUnavailableError(
-            f"{detail}: {redact(str(found))}: no PostgreSQL is listening there: it is down, "
-            "or restarting (after a crash, a full disk for its WAL, say, it refuses "
-            "connections until recovery ends); check the URL's host and port and the "
-            "server's log"
+            f"{detail}: {redact(str(found))} (is PostgreSQL running at the URL's host and "
+            "port? A server restarting after a crash, a full disk for its WAL say, refuses "
+            "connections until its recovery ends: its log says why)"
         )
     if isinstance(found, OSError):
         # e.g. "Connect call failed ('127.0.0.1', 5433)": the address, redacted all the same.
