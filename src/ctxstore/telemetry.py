@@ -80,6 +80,12 @@ class Fallback(Protocol):
     @property
     def mode(self) -> str: ...
 
+    @property
+    def journal_at_risk(self) -> bool: ...
+
+    @property
+    def lost(self) -> int: ...
+
 
 _pools: weakref.WeakSet[Pool] = weakref.WeakSet()
 _fallbacks: weakref.WeakSet[Fallback] = weakref.WeakSet()
@@ -143,6 +149,19 @@ class Telemetry:
             callbacks=[_fallback_states],
             unit="{store}",
             description="FallbackStorage instances in each mode",
+        )
+        meter.create_observable_gauge(
+            "ctxstore.fallback.journal_at_risk",
+            callbacks=[_fallback_figure("journal_at_risk")],
+            unit="{store}",
+            description="FallbackStorage instances journaling where a crash loses entries "
+            "(journal_loss='accept')",
+        )
+        meter.create_observable_counter(
+            "ctxstore.fallback.lost",
+            callbacks=[_fallback_figure("lost")],
+            unit="{write}",
+            description="Journaled writes that vanished before they were replayed",
         )
         meter.create_observable_up_down_counter(
             "ctxstore.pool.in_use",
@@ -349,6 +368,25 @@ def _fallback_states(options: CallbackOptions) -> Iterable[Observation]:
         for journal in sorted(journals)
         for mode in MODES
     ]
+
+
+def _fallback_figure(figure: str) -> Any:
+    """Per journal: how many of its stores journal at risk, or the entries they lost."""
+
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        from opentelemetry.metrics import Observation  # noqa: PLC0415
+
+        if active is None:
+            return []
+        totals: Counter[str] = Counter()
+        for fallback in list(_fallbacks):
+            totals[fallback.journal_name] += int(getattr(fallback, figure))
+        return [
+            Observation(totals[journal], {"ctxstore.fallback.journal": journal})
+            for journal in sorted(totals)
+        ]
+
+    return observe
 
 
 def _pool_gauge(attribute: str) -> Any:

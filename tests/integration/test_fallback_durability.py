@@ -130,6 +130,7 @@ async def test_accepted_loss_is_reported_and_recovery_finishes(
                 await store.append("s", msgs(f"lost {index}"))
             await store.save_state("s", {"stage": "assessing"})
             assert store.stats.journaled == 6 and "without AOF" in store.stats.journal
+            assert store.journal_at_risk  # what telemetry's journal_at_risk gauge shows
             server.kill()
             server.start()
             proxy.forward()
@@ -142,6 +143,7 @@ async def test_accepted_loss_is_reported_and_recovery_finishes(
             assert (report.lost, report.remaining) == (6, 0)
             assert not store.degraded
             assert len(store.stats.lost_entries) == 6
+            assert store.lost == 6
             assert {entry.split()[1] for entry in store.stats.lost_entries} == {"session:s"}
             assert await store.load("s") == msgs("before", "kept")
     async with PostgresStorage.from_url(database_url) as direct:

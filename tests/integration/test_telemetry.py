@@ -235,7 +235,9 @@ class CutOnce(TcpProxy):
     def cut_next(self) -> None:
         self.mode = "refuse"  # existing connections stay open until they send something
 
-    async def _pump(self, source: asyncio.StreamReader, target: asyncio.StreamWriter) -> None:
+    async def _pump(
+        self, source: asyncio.StreamReader, target: asyncio.StreamWriter, *, replies: bool = False
+    ) -> None:
         with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
             while data := await source.read(65536):
                 if self.mode == "refuse":
@@ -343,6 +345,9 @@ async def test_a_fallback_reports_its_mode(
         proxy.forward()
         await fallback.reconcile()
         assert modes() == {"healthy": 1, "degraded": 0, "recovering": 0}
+        for figure in ("ctxstore.fallback.journal_at_risk", "ctxstore.fallback.lost"):
+            # a journal in this process: not "at risk" (it is lost with the process)
+            assert exported.value(figure, ctxstore_fallback_journal=journal).value == 0
         assert await fallback.load(SESSION) == [*turn(), *turn("still here")]
     spans = exported.spans()
     refused = [s for s in spans if s.attributes["ctxstore.result"] == "error"]

@@ -252,6 +252,17 @@ class Sides:
                 "earlier ones: read the newest messages, or retry when the primary is back"
             )
 
+    @property
+    def journal_at_risk(self) -> bool:
+        """Journaling, as accepted, where a crash of the journal's home loses entries."""
+        found = self._durability
+        return (
+            found is not None
+            and not found.durable
+            and found.outlives_process
+            and self.journal_loss == "accept"
+        )
+
     def partial(self, key: str) -> bool:
         return key in self._partial
 

@@ -109,6 +109,17 @@ class FallbackStorage(AsyncClosing):
     def stats(self) -> FallbackStats:
         return self._sides.stats
 
+    @property
+    def journal_at_risk(self) -> bool:
+        """True while this store journals where a crash of the journal's home loses
+        acknowledged writes (journal_loss="accept" on a Redis without a durable AOF)."""
+        return self._sides.journal_at_risk
+
+    @property
+    def lost(self) -> int:
+        """Journaled writes that vanished before they were replayed (``stats.lost``)."""
+        return self._sides.stats.lost
+
     async def reconcile(self, within: float | None = RECONCILE_WITHIN) -> ReplayReport:
         """Replay the journal now, and serve from the primary again once it is empty.
 
