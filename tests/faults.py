@@ -202,3 +202,11 @@ def redis_server(*options: str) -> Iterator[RedisServer]:
         if server.process is not None and server.process.poll() is None:
             server.kill()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def redis_version() -> tuple[int, int]:
+    found = subprocess.run(
+        [str(REDIS_SERVER), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    major, minor = found.split("v=")[1].split(".")[:2]
+    return int(major), int(minor)

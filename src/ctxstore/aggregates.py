@@ -72,7 +72,7 @@ class RefreshReport:
         return "\n".join(lines)
 
 
-def state_values(state: Mapping[str, Any]) -> dict[str, set[str]]:
+def free_text_values(state: Mapping[str, Any]) -> dict[str, set[str]]:
     """kind -> the distinct values one consultation's state document (current format)
     counts once each; anything but text is not a value."""
 
@@ -96,7 +96,7 @@ def shown_cells(
     """(kind, value, consultations) of one day: k or more have it and k or more don't."""
     counted: Counter[tuple[str, str]] = Counter()
     for state in states:
-        for kind, values in state_values(state).items():
+        for kind, values in free_text_values(state).items():
             counted.update((kind, value) for value in values)
     return sorted(
         (kind, value, n) for (kind, value), n in counted.items() if n >= k and day_size - n >= k

@@ -9,7 +9,6 @@ the outage silently, ``reconcile()`` never returned and ``load()`` answered 0 me
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,19 +19,11 @@ from sqlalchemy import URL
 from ctxstore import EngineSettings, Message, PostgresStorage, RedisStorage
 from ctxstore.errors import StorageUnavailableError
 from ctxstore.storage.fallback import FallbackStorage
-from tests.faults import REDIS_SERVER, RedisServer, TcpProxy, redis_server
+from tests.faults import REDIS_SERVER, RedisServer, TcpProxy, redis_server, redis_version
 
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None, reason="redis-server is not installed (apt-get install redis-server)"
 )
-
-
-def redis_version() -> tuple[int, int]:
-    found = subprocess.run(
-        [str(REDIS_SERVER), "--version"], capture_output=True, text=True, check=True
-    ).stdout
-    major, minor = found.split("v=")[1].split(".")[:2]
-    return int(major), int(minor)
 
 
 def msgs(*contents: str) -> list[Message]:

@@ -24,7 +24,7 @@ from tests.fallback_history import (
     run_history,
     schedule,
 )
-from tests.faults import REDIS_SERVER, redis_server
+from tests.faults import REDIS_SERVER, redis_server, redis_version
 
 
 def op(name: str, kind: str, payload: object = None, status: str = "ok") -> Op:
@@ -175,8 +175,6 @@ async def test_30_seconds_of_outages_and_crashes_leave_a_valid_history(
 
 
 def _waitaof() -> bool:
-    from tests.integration.test_fallback_durability import redis_version  # noqa: PLC0415
-
     return REDIS_SERVER is not None and redis_version() >= (7, 2)
 
 

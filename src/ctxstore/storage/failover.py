@@ -166,7 +166,7 @@ class Sides:
         if self._durability is None:
             found = await self.journal.durability()
             self.stats.journal = found.how
-            if not found.durable and found.outlives_process:
+            if found.can_lose:
                 if self.journal_loss == "accept":
                     logger.error(
                         "the fallback journal can lose acknowledged writes (%s): journaling "
@@ -177,7 +177,7 @@ class Sides:
                     logger.error("the fallback journal can't keep writes (%s)", found.how)
             self._durability = found
         found = self._durability
-        if not found.durable and found.outlives_process and self.journal_loss != "accept":
+        if found.can_lose and self.journal_loss != "accept":
             self.stats.refused += 1
             raise StorageUnavailableError(
                 f"the primary storage is unavailable and the fallback journal can't keep "
@@ -256,12 +256,7 @@ class Sides:
     def journal_at_risk(self) -> bool:
         """Journaling, as accepted, where a crash of the journal's home loses entries."""
         found = self._durability
-        return (
-            found is not None
-            and not found.durable
-            and found.outlives_process
-            and self.journal_loss == "accept"
-        )
+        return found is not None and found.can_lose and self.journal_loss == "accept"
 
     def partial(self, key: str) -> bool:
         return key in self._partial
@@ -380,8 +375,7 @@ class Sides:
         """Replay every pending entry of ``key``, oldest first (its lock held, so nothing
         else changes its queue meanwhile)."""
         while queue := self._pending.get(key):
-            asked = list(islice(queue, DRAIN_BATCH))
-            found = await self.journal.get_many(asked)
+            found = await self.journal.get_many(list(islice(queue, DRAIN_BATCH)))
             batch: list[Entry] = []
             for entry in found:
                 if entry is None:

@@ -163,6 +163,13 @@ class Durability:
     #: A crash of this process alone doesn't lose it (the journal lives elsewhere).
     outlives_process: bool = True
 
+    @property
+    def can_lose(self) -> bool:
+        """An acknowledged entry can be lost by a crash of the journal's home, which
+        outlives this process (a journal in process memory is lost with the process,
+        as documented, and is not this case)."""
+        return self.outlives_process and not self.durable
+
 
 @dataclass(frozen=True)
 class Quarantined:
