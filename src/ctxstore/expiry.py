@@ -3,7 +3,8 @@
 Expired sessions already behave as missing; this reclaims their space.  With a
 retention age (``--older-than-days``) sessions whose last write is older than it go too.
 Each batch is one short statement that skips sessions a writer holds (they go in the
-next run).
+next run).  The fallback journal's write ids recorded over WRITE_IDS_KEPT ago go too: a
+journal entry is replayed long before (storage/replay.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from ctxstore.db.errors import translated
 from ctxstore.progress import Progress
 from ctxstore.storage.postgres import PostgresStorage, sql
 
+#: How long the write ids of applied writes are kept (revision 0020): longer than any
+#: outage whose journal is still to be replayed.
+WRITE_IDS_KEPT = timedelta(days=7)
+
 
 @dataclass
 class PurgeReport:
@@ -24,6 +29,8 @@ class PurgeReport:
     messages: int = 0
     batches: int = 0
     seconds: float = 0.0
+    #: Write ids of applied writes, recorded over WRITE_IDS_KEPT ago, forgotten.
+    write_ids: int = 0
 
     retained_days: int | None = None
 
@@ -34,6 +41,7 @@ class PurgeReport:
         return (
             f"purged {self.sessions:,} {what} ({self.messages:,} messages, "
             f"with their summaries and states) in {self.batches:,} batches, "
+            f"and {self.write_ids:,} write ids older than {WRITE_IDS_KEPT.days} days, "
             f"{self.seconds:.1f} s"
         )
 
@@ -67,6 +75,11 @@ async def purge_expired(
                 progress.advance(len(rows))
         if progress:
             progress.finish()
+        for statement in (sql.FORGET_SESSION_WRITES_BATCH, sql.FORGET_PROFILE_WRITES_BATCH):
+            while forgotten := int(
+                await statement.fetchval(driver, batch_size=batch_size, age=WRITE_IDS_KEPT)
+            ):
+                report.write_ids += forgotten
     report.seconds = time.monotonic() - started
     return report
 

@@ -31,6 +31,7 @@ from tests.migrations.test_distribution_rules import distribution_problems
 
 SESSION_TABLES = {
     "sessions", "messages", "summaries", "consultation_states", "consultation_state_history",
+    "applied_session_writes",
 }  # fmt: skip
 
 
@@ -300,7 +301,9 @@ async def test_an_existing_database_is_distributed_while_it_serves(scratch_datab
     [(left,)] = await query(url, "SELECT count(*) FROM consultation_state_history")
     assert left == 19  # the delete cascaded on the shard
     rows = await query(url, "SELECT partmethod::text FROM pg_dist_partition")
-    assert sorted(row[0] for row in rows) == ["h"] * 5 + ["n"] * len(REFERENCE_TABLES)
+    assert sorted(row[0] for row in rows) == ["h"] * len(SESSION_TABLES) + ["n"] * len(
+        REFERENCE_TABLES
+    )
     [(valid,)] = await query(
         url, "SELECT bool_and(convalidated) FROM pg_constraint WHERE contype = 'f'"
     )

@@ -656,3 +656,34 @@ def test_red_flags_of_sealed_states_count_again_at_0019_and_back(empty_database_
     assert asyncio.run(rows(url, "SELECT to_regproc('analytics_overview_v3')")) == [(None,)]
     migrations.upgrade(url, "head")
     assert asyncio.run(rows(url, daily)) == [(10, None)]
+
+
+def test_write_ids_of_0020_are_recorded_beside_data_of_0019_and_go_back(
+    empty_database_url: URL,
+) -> None:
+    """0020 adds the tables of applied journal write ids; the sessions of 0019 are
+    untouched, writes carrying ids record them, and the downgrade drops only the ids."""
+    from ctxstore.storage.write_ids import carrying, new_write_id  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "0019")
+    write_id = new_write_id()
+
+    async def seed() -> None:
+        async with PostgresStorage.from_url(url) as storage:
+            await storage.save("w0", [Message(role="user", content="before 0020")])
+
+    async def write_and_ask() -> frozenset[str] | None:
+        async with PostgresStorage.from_url(url) as storage:
+            assert await storage.load("w0") == [Message(role="user", content="before 0020")]
+            with carrying([write_id]):
+                await storage.append("w0", [Message(role="user", content="at 0020")])
+            return await storage.applied_writes("w0", [write_id])
+
+    asyncio.run(seed())
+    migrations.upgrade(url, "0020")
+    assert asyncio.run(write_and_ask()) == {write_id}
+    migrations.downgrade(url, "0019")
+    assert asyncio.run(rows(url, "SELECT to_regclass('applied_session_writes')")) == [(None,)]
+    assert asyncio.run(rows(url, "SELECT message_count FROM sessions")) == [(2,)]
+    migrations.upgrade(url, "head")

@@ -51,12 +51,14 @@ from ctxstore.retry import Retry, linear
 ROOT_TABLE = "sessions"
 DISTRIBUTION_COLUMN = "session_id"
 #: Replicated to every node (besides any table a session table references): the data
-#: keys sealed rows reference, the profiles read beside a session, and the two one-row
-#: tables the analytics views join with every consultation (the pseudonym key and the
-#: suppression setting), so each shard joins them locally.
+#: keys sealed rows reference, the profiles read beside a session (and the write ids
+#: recorded with them), and the two one-row tables the analytics views join with every
+#: consultation (the pseudonym key and the suppression setting), so each shard joins
+#: them locally.
 REFERENCE_TABLES = (
     "data_keys",
     "user_profiles",
+    "applied_profile_writes",
     "ctxstore_pseudonym_key",
     "ctxstore_analytics_settings",
 )

@@ -26,6 +26,7 @@ from sqlalchemy import (
     SmallInteger,
     Table,
     Text,
+    Uuid,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -321,6 +322,27 @@ ctxstore_pseudonym_key = Table(
         "octet_length(inner_pad) = 64 AND octet_length(outer_pad) = 64", name="pads_64_bytes"
     ),
 )
+
+# -- the fallback journal's write ids (revision 0020) -----------------------------------------
+
+# Journal write ids recorded in the transaction of the write that applied them, so a replay
+# applies only what PostgreSQL has not (storage/replay.py).  No foreign key: the record of
+# a delete outlives the session.  Kept a week (purge-expired), erased with their user.
+
+
+def _applied_writes(name: str, subject: str) -> Table:
+    return Table(
+        name,
+        metadata,
+        Column(subject, Text, primary_key=True),
+        Column("write_id", Uuid, primary_key=True),
+        Column("applied_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Index(f"ix_{name}_applied_at", "applied_at"),
+    )
+
+
+applied_session_writes = _applied_writes("applied_session_writes", "session_id")
+applied_profile_writes = _applied_writes("applied_profile_writes", "user_id")
 
 # -- encryption at rest (revision 0009) -------------------------------------------------------
 

@@ -22,7 +22,6 @@ worker process its own stable ``journal_name``.  The degraded state is observabl
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -52,6 +51,7 @@ from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
 from ctxstore.storage.replay import ReplayReport
 from ctxstore.storage.rules import Limits
 from ctxstore.storage.store import Store
+from ctxstore.storage.write_ids import carrying, new_write_id
 from ctxstore.tokens import TokenCounter
 
 Result = TypeVar("Result")
@@ -423,16 +423,19 @@ class FallbackStorage(AsyncClosing):
         await self._sides.ready()
         await self._sides.settle_unanswered(key)
         uncertain = False
+        # The primary records the id with the write (storage/write_ids.py): if its reply
+        # is lost, replay asks whether it applied the write.
+        write_id = new_write_id()
         if not self._sides.serves_secondary(key):
             try:
-                return self._saw(session, await action(self.primary))
+                return self._saw(session, await self._on_primary(action, write_id))
             except StorageUnavailableError as error:
                 await self._sides.fail_over(error)
                 uncertain = True  # the primary may have applied it before failing
         async with self._sides.secondary_write(key, uncertain=uncertain) as to_secondary:
             if not to_secondary:  # its journal entries were replayed meanwhile
                 try:
-                    return self._saw(session, await action(self.primary))
+                    return self._saw(session, await self._on_primary(action, write_id))
                 except StorageUnavailableError as error:
                     await self._sides.fail_over(error)
                     uncertain = True
@@ -446,10 +449,16 @@ class FallbackStorage(AsyncClosing):
                     operation(),
                     primary_version=seen,
                     uncertain=uncertain,
-                    write_id=uuid.uuid4().hex,
+                    write_id=write_id,
                 ),
             )
             return result
+
+    async def _on_primary(
+        self, action: Callable[[Store], Awaitable[Result]], write_id: str
+    ) -> Result:
+        with carrying([write_id]):
+            return await action(self.primary)
 
     def _saw(self, session: str | None, result: Result) -> Result:
         if session is not None and isinstance(result, int):

@@ -18,13 +18,20 @@ applies.  An operation the primary refuses (invalid there, corrupt in the journa
 quarantined with the reason and the rest goes on; unavailability stops the replay where
 it is, to resume later.
 
-Exactly once: an append is applied at the primary version recorded in the journal's mark
-first, so one interrupted by a crash is recognised on the next replay (the version moved
-and the primary ends with its messages) and not applied twice.  The append of the call
-that failed over (*uncertain*: its reply was lost, not necessarily its write) is looked
-for among the session's latest UNCERTAIN_WINDOW messages, other writers' after it
-included, and applied only when its messages (times included) are not there.  Saves,
-deletes and documents are idempotent.
+Exactly once, by write id: each entry carries the id of its write, and the primary
+records the ids a write applied in the same transaction (storage/write_ids.py; revision
+0020 on PostgreSQL).  Replay asks which of a key's entries the primary applied (one query
+per batch) and applies only the others, with their ids: the write of the call that failed
+over (*uncertain*: its reply was lost, not necessarily its write) and a replay
+interrupted by a crash are each applied once, whatever other processes wrote since.
+
+A primary that records no ids (a Memory or Redis primary, or entries of an older journal
+without ids) falls back to what the journal itself knows: an append is applied at the
+primary version recorded in the journal's mark first, so one interrupted by a crash is
+recognised on the next replay (the version moved and the primary ends with its
+messages); an uncertain append is looked for among the session's latest
+UNCERTAIN_WINDOW messages and applied only when its messages (times included) are not
+there; saves, deletes and documents are applied again (last write wins).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from ctxstore.retry import Retry
 from ctxstore.storage.journal import Entry, Journal, Operation, Position
 from ctxstore.storage.rules import NEW_SESSION
 from ctxstore.storage.store import Store
+from ctxstore.storage.write_ids import carrying, is_write_id
 
 #: Conflicts in a row (other writers on the same session) before replay tries again later:
 #: each conflict reads the session's head again.
@@ -92,6 +100,9 @@ class Replayer:
         #: Appends this process marked and that may have been applied (see _suspects).
         self._marked: dict[str, Position] = {}
         self._loaded_marks: dict[str, Position] | None = None
+        #: Entry id -> whether the primary applied its write (None: it can't tell), for
+        #: the entries of the batch being replayed.
+        self._applied: dict[str, bool | None] = {}
 
     def settled(self, key: str) -> int | None:
         """The key has nothing left to replay: forget it; the version replay left it at."""
@@ -108,11 +119,64 @@ class Replayer:
         if first.operation is None:
             await self.journal.quarantine(first, first.problem)
             return Outcome(quarantined=1, refusal=first.problem)
+        await self._ask_applied(entries)
+        if self._applied.get(first.id):
+            await self.journal.remove([first.id])  # applied before: its reply was lost
+            del self._applied[first.id]
+            return Outcome(replayed=1)
+        # Runs stop at an entry the primary applied: it is skipped on its own turn.
+        applied = (i for i, entry in enumerate(entries) if self._applied.get(entry.id))
+        entries = entries[: next(applied, None)]
+        try:
+            outcome = await self._replay_unapplied(entries)
+        except BaseException:
+            self._applied.clear()  # what was attempted may have been applied: ask again
+            raise
+        for entry in entries[: outcome.handled]:
+            self._applied.pop(entry.id, None)
+        return outcome
+
+    async def _ask_applied(self, entries: Sequence[Entry]) -> None:
+        """Which of ``entries`` of the first one's key the primary applied: asked once
+        per batch."""
+        first = entries[0].operation
+        if first is None or entries[0].id in self._applied:
+            return
+        same_key = [
+            entry
+            for entry in entries
+            if entry.operation is not None
+            and entry.operation.copy_key == first.copy_key
+            and entry.id not in self._applied
+        ]
+        asked = [
+            op.write_id
+            for entry in same_key
+            if (op := entry.operation) is not None and is_write_id(op.write_id)
+        ]
+        found = await self.primary.applied_writes(
+            first.key, asked, profile=first.copy_key.startswith("profile:")
+        )
+        for entry in same_key:
+            write_id = entry.operation.write_id if entry.operation else ""
+            self._applied[entry.id] = (
+                None if found is None or not is_write_id(write_id) else write_id in found
+            )
+
+    def _tells(self, entry: Entry) -> bool:
+        """Whether the primary said if ``entry``'s write was applied (it was not)."""
+        return self._applied.get(entry.id) is not None
+
+    async def _replay_unapplied(self, entries: Sequence[Entry]) -> Outcome:
+        """``replay`` of entries the primary did not apply, or can't tell."""
+        first = entries[0]
+        assert first.operation is not None
         joined = _superseded_by_a_save(entries)
         if joined is not None:
             entry, operation, covered = joined
             try:
-                moved = await self._apply(entry, operation)
+                with carrying(_write_ids(entries[:covered])):
+                    moved = await self._apply(entry, operation)
             except (StorageUnavailableError, ConflictError):
                 raise
             except CtxStoreError:
@@ -123,7 +187,8 @@ class Replayer:
         run = await self._append_run(entries)
         if len(run) > 1:
             try:
-                moved = await self._append(run)
+                with carrying(_write_ids([entry for entry, _ in run])):
+                    moved = await self._append(run)
             except (StorageUnavailableError, ConflictError):
                 raise
             except CtxStoreError:
@@ -132,7 +197,8 @@ class Replayer:
                 await self.journal.remove([entry.id for entry, _ in run])
                 return Outcome(replayed=len(run), moved=moved)
         try:
-            moved = await self._apply(first, first.operation)
+            with carrying(_write_ids([first])):
+                moved = await self._apply(first, first.operation)
         except (StorageUnavailableError, ConflictError):
             raise
         except CtxStoreError as error:
@@ -232,7 +298,7 @@ class Replayer:
 
     async def _apply_messages(self, entry: Entry, op: Operation) -> bool:
         if op.kind == "append":
-            if op.uncertain or entry.id in await self._suspects():
+            if not self._tells(entry) and (op.uncertain or entry.id in await self._suspects()):
                 found = await self._head(op.key)
                 if await self._already_appended(entry, op, found):
                     self._left_at[op.key] = found
@@ -299,6 +365,10 @@ class Replayer:
     async def _span(self, session_id: str, start: int, stop: int) -> list[Message]:
         async with self.primary.reader(session_id) as reader:
             return await reader.span(start, stop)
+
+
+def _write_ids(entries: Sequence[Entry]) -> list[str]:
+    return [entry.operation.write_id for entry in entries if entry.operation is not None]
 
 
 def _superseded_by_a_save(entries: Sequence[Entry]) -> tuple[Entry, Operation, int] | None:

@@ -289,6 +289,21 @@ class Store(AsyncClosing, ABC):
             "use a MemoryStorage or a RedisStorage as the secondary"
         )
 
+    async def applied_writes(
+        self, subject: str, write_ids: Sequence[str], *, profile: bool = False
+    ) -> frozenset[str] | None:
+        """Which of ``write_ids`` (storage/write_ids.py) a write to the session (or, with
+        ``profile``, the user's profile) ``subject`` applied; None when this store
+        records no write ids, so nobody can tell."""
+        if not write_ids:
+            return frozenset()
+        return await self._applied(subject, write_ids, profile=profile)
+
+    async def _applied(
+        self, subject: str, write_ids: Sequence[str], *, profile: bool
+    ) -> frozenset[str] | None:
+        return None
+
     # -- whole sessions -----------------------------------------------------------------------
 
     async def snapshot(self, session_id: str) -> SessionSnapshot:

@@ -29,7 +29,14 @@ from ctxstore.db.tables import consultation_states, messages, user_profiles
 from ctxstore.storage.postgres.statement import Statement
 
 #: The files of queries/, one per concern.
-FILES = ("messages.sql", "sessions.sql", "documents.sql", "keys.sql", "maintenance.sql")
+FILES = (
+    "messages.sql",
+    "sessions.sql",
+    "documents.sql",
+    "keys.sql",
+    "maintenance.sql",
+    "write_ids.sql",
+)
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.M)
 

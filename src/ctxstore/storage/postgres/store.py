@@ -50,6 +50,7 @@ from ctxstore.storage.postgres.rewrite import write_back_messages
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
 from ctxstore.storage.store import Store
+from ctxstore.storage.write_ids import carried
 from ctxstore.tokens import TokenCounter
 
 #: An erasure meets a write that committed under the user's key after its snapshot:
@@ -298,10 +299,12 @@ class PostgresStorage(Store):
                     extension.added, self.token_counter, self.limits, key, session_id,
                     digests=extension.digests,
                 )  # fmt: skip
-                async with self._connections.call("save") as driver:
+                async with self._writing("save") as driver:
                     version = await saving.append_if_unchanged(
                         driver, session_id, extension, new, expected, user_id, self.ttl
                     )
+                    if version is not None:
+                        await self._record_writes(driver, session_id)
                 if version is not None:
                     self.knowledge.after_write(session_id, extension.after(version))
                     return version
@@ -316,10 +319,54 @@ class PostgresStorage(Store):
                 version, hasher = await locked.run(
                     session_id, whole, digests, expected, user_id, key
                 )
+                await self._record_writes(driver, session_id)
             self.knowledge.after_write(
                 session_id, rows.known_after_write(version, whole, digests, hasher, located)
             )
             return version
+
+    # -- journal write ids (storage/write_ids.py) ---------------------------------------------
+
+    @asynccontextmanager
+    async def _writing(
+        self, action: str, *, conflict_on_duplicate: bool = False
+    ) -> AsyncIterator[Driver]:
+        """A connection for one write; in a transaction when the write carries journal
+        write ids, so that ``_record_writes`` commits with it (or not at all)."""
+        async with self._connections.call(
+            action, conflict_on_duplicate=conflict_on_duplicate
+        ) as driver:
+            if not carried():
+                yield driver
+                return
+            async with driver.transaction():
+                yield driver
+
+    @staticmethod
+    async def _record_writes(driver: Driver, subject: str, *, profile: bool = False) -> None:
+        """Within the write's transaction: the write ids it carries, as applied."""
+        write_ids = list(carried())
+        if not write_ids:
+            return
+        if profile:
+            await sql.RECORD_PROFILE_WRITES.execute(driver, user_id=subject, write_ids=write_ids)
+        else:
+            await sql.RECORD_SESSION_WRITES.execute(driver, sid=subject, write_ids=write_ids)
+
+    async def _applied(
+        self, subject: str, write_ids: Sequence[str], *, profile: bool
+    ) -> frozenset[str]:
+        if profile:
+            found = await self._connections.read(
+                "applied writes", "fetch", sql.APPLIED_PROFILE_WRITES,
+                user_id=subject, write_ids=list(write_ids),
+            )  # fmt: skip
+        else:
+            found = await self._connections.read(
+                "applied writes", "fetch", sql.APPLIED_SESSION_WRITES,
+                sid=subject, write_ids=list(write_ids),
+            )  # fmt: skip
+        return frozenset(row["write_id"].hex for row in found)
 
     @contextmanager
     def _forgetting_on_conflict(self, session_id: str) -> Iterator[None]:
@@ -366,7 +413,7 @@ class PostgresStorage(Store):
                 "known_hash": known.content_hash if known else None,
                 "extended_hash": extended.digest() if extended is not None else None,
             }
-            async with self._connections.call("append") as driver:
+            async with self._writing("append") as driver:
                 for _attempt in range(3):
                     start, version, *_where_it_stood = await sql.APPEND.fetchval(driver, **values)
                     if version is not None:
@@ -388,6 +435,7 @@ class PostgresStorage(Store):
                     raise rules.stale_session(
                         session_id, await saving.current_version(driver, session_id), expected
                     )
+                await self._record_writes(driver, session_id)
             start, version = int(start), int(version)
             if known is not None and extended is not None and start == known.count:
                 # count and hash carry on; the messages stay with whoever holds them
@@ -416,7 +464,7 @@ class PostgresStorage(Store):
     ) -> int:
         """The append of a sealed session: its content hash chain carried on (chained.py);
         ``values``: the append's parameters but those of the base it extends."""
-        async with self._connections.call("append") as driver:
+        async with self._writing("append") as driver:
             start, version, hasher = await chained.append(
                 driver,
                 session_id,
@@ -429,6 +477,7 @@ class PostgresStorage(Store):
                 keys_for=self._keys_for,
                 limits=self.limits,
             )
+            await self._record_writes(driver, session_id)
         if hasher is not None:
             self.knowledge.after_write(
                 session_id, Known(version, start + added_count, hasher.digest(), hasher)
@@ -527,8 +576,9 @@ class PostgresStorage(Store):
 
     async def _delete(self, session_id: str) -> None:
         self.knowledge.forget(session_id)
-        async with self._connections.call("delete") as driver:
+        async with self._writing("delete") as driver:
             await sql.DELETE_SESSION.execute(driver, sid=session_id)
+            await self._record_writes(driver, session_id)
         self.written.deleted(session_id)
 
     async def _exists(self, session_id: str) -> bool:
@@ -550,10 +600,12 @@ class PostgresStorage(Store):
         expected: int | None,
     ) -> Summary:
         key = await self._session_key(session_id, None)
-        async with self._connections.call("save_summary", conflict_on_duplicate=True) as driver:
-            return await documents.insert_summary(
+        async with self._writing("save_summary", conflict_on_duplicate=True) as driver:
+            summary = await documents.insert_summary(
                 driver, session_id, text, covers_until, token_count, expected, key
             )
+            await self._record_writes(driver, session_id)
+            return summary
 
     async def _load_summary(self, session_id: str, summary_version: int | None) -> Summary | None:
         if summary_version is None:
@@ -581,8 +633,10 @@ class PostgresStorage(Store):
         self, session_id: str, state: ConsultationState, expected: int | None
     ) -> int:
         key = await self._session_key(session_id, None)
-        async with self._connections.call("save_state", conflict_on_duplicate=True) as driver:
-            return await documents.write_state(driver, session_id, state, expected, key)
+        async with self._writing("save_state", conflict_on_duplicate=True) as driver:
+            version = await documents.write_state(driver, session_id, state, expected, key)
+            await self._record_writes(driver, session_id)
+            return version
 
     async def _load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
         row = await self._connections.read(
@@ -605,8 +659,10 @@ class PostgresStorage(Store):
     @resealed_if_key_destroyed
     async def _save_profile(self, user_id: str, profile: UserProfile, expected: int | None) -> int:
         key = await self._user_key(user_id)
-        async with self._connections.call("save_profile", conflict_on_duplicate=True) as driver:
-            return await documents.write_profile(driver, user_id, profile, expected, key)
+        async with self._writing("save_profile", conflict_on_duplicate=True) as driver:
+            version = await documents.write_profile(driver, user_id, profile, expected, key)
+            await self._record_writes(driver, user_id, profile=True)
+            return version
 
     async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         row = await self._connections.read(
@@ -635,6 +691,8 @@ class PostgresStorage(Store):
             shredded = await sql.ERASE_USER_KEYS.fetch(
                 driver, user_id=user_id, session_ids=list(row["session_ids"])
             )
+            await sql.ERASE_SESSION_WRITE_IDS.execute(driver, session_ids=list(row["session_ids"]))
+            await sql.ERASE_PROFILE_WRITE_IDS.execute(driver, user_id=user_id)
         if self._keys is not None:
             self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])
         for session_id in row["session_ids"]:
@@ -659,8 +717,9 @@ class PostgresStorage(Store):
         return backups_after_erasure(erased, erased_at, self.backup_retention)
 
     async def _delete_profile(self, user_id: str) -> None:
-        async with self._connections.call("delete profile") as driver:
+        async with self._writing("delete profile") as driver:
             await sql.DELETE_PROFILE.execute(driver, user_id=user_id)
+            await self._record_writes(driver, user_id, profile=True)
         self.written.deleted_profile(user_id)
 
     # -- context assembly and snapshots ------------------------------------------------------------
