@@ -18,11 +18,17 @@ the import read again and decide again: it never overwrites what it did not see.
 session that can't be read, or that PostgreSQL refuses (a timestamp it can't hold
 exactly), is reported as failed; it never stops the others.  Redis's ``null`` (Go's nil
 slice) is a session without messages.  See docs/legacy-formats.md.
+
+Every key SCAN found ends as one :class:`KeyResult` (imported, appended, unchanged,
+diverged, replaced, skipped or failed, with the reason), handed to ``on_result`` as it
+finishes: ``ctxstore import-redis --report FILE`` writes them as JSON lines, so an
+operator sees each key that needs attention, not only the first LISTED of a kind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +60,10 @@ class Outcome(Enum):
     UNCHANGED = "unchanged"
     DIVERGED = "diverged"
     REPLACED = "replaced"
+    #: Not a session this import can take (its name, its Redis type, expired meanwhile).
+    SKIPPED = "skipped"
+    #: A session that could not be read or written: nothing of it was written.
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,40 @@ class Parting:
             f"{self.session_id!r}: PostgreSQL holds {self.postgres_count} messages, "
             f"Redis {self.redis_count}, the first {self.common} equal"
         )
+
+
+@dataclass(frozen=True)
+class KeyResult:
+    """What the import did with one Redis key."""
+
+    key: str
+    outcome: Outcome
+    session_id: str | None = None
+    #: Why it was skipped or failed, or how the lists part (diverged, replaced).
+    reason: str | None = None
+    redis_messages: int | None = None
+    postgres_messages: int | None = None
+    #: Leading messages the two lists share (diverged, replaced).
+    common: int | None = None
+
+    def to_json(self) -> str:
+        """One JSON line: every field, ``outcome`` as its name."""
+        return json.dumps(
+            {
+                "key": self.key,
+                "outcome": self.outcome.value,
+                "session_id": self.session_id,
+                "reason": self.reason,
+                "redis_messages": self.redis_messages,
+                "postgres_messages": self.postgres_messages,
+                "common": self.common,
+            },
+            ensure_ascii=False,
+        )
+
+
+#: Called with each key's result as soon as it is known.
+OnResult = Callable[[KeyResult], None]
 
 
 @dataclass
@@ -137,7 +181,9 @@ class ImportReport:
         for kind, items in kinds:
             lines += [f"  {kind}: {item}" for item in items[:LISTED]]
             if len(items) > LISTED:
-                lines.append(f"  ... and {len(items) - LISTED:,} more {kind}")
+                lines.append(
+                    f"  ... and {len(items) - LISTED:,} more {kind} (--report FILE lists every key)"
+                )
             if kind == "diverged" and items:
                 lines.append(
                     "  (diverged sessions were left as they are on both sides; "
@@ -146,6 +192,33 @@ class ImportReport:
         if self.rereads:
             lines.append(f"  reads repeated after a concurrent write: {self.rereads:,}")
         return "\n".join(lines)
+
+    def add(self, result: KeyResult) -> None:
+        """Count ``result`` under its outcome."""
+        outcome = result.outcome
+        described = f"{result.key!r}: {result.reason}"
+        if outcome is Outcome.IMPORTED:
+            self.imported += 1
+        elif outcome is Outcome.APPENDED:
+            self.appended += 1
+        elif outcome is Outcome.UNCHANGED:
+            self.unchanged += 1
+        elif outcome is Outcome.SKIPPED:
+            self.skipped.append(described)
+        elif outcome is Outcome.FAILED:
+            self.failed.append(described)
+        else:
+            parting = Parting(
+                result.session_id or "",
+                result.postgres_messages or 0,
+                result.redis_messages or 0,
+                result.common or 0,
+            )
+            if outcome is Outcome.REPLACED:
+                self.imported += 1
+                self.replaced.append(parting)
+            else:
+                self.diverged.append(parting)
 
 
 # -- one session ------------------------------------------------------------------------------
@@ -280,14 +353,13 @@ async def _import_one(
     overwrite: bool,
     carry_ttl: bool,
     after_read: AfterRead | None,
-) -> None:
+) -> KeyResult:
     name = key.decode("utf-8", "surrogateescape")
     session_id = name[len(prefix) + 1 :]
     try:
         check_session_id(session_id)
     except CtxStoreError as error:
-        report.skipped.append(f"{name!r}: {error}")
-        return
+        return KeyResult(name, Outcome.SKIPPED, reason=str(error))
     try:
         # One MULTI: the value and its TTL belong to the same moment.
         with translated_redis("reading Redis"):
@@ -299,11 +371,11 @@ async def _import_one(
         read_at = time.monotonic()
         kind = _text(kind)
         if kind == "none" or raw is None:  # expired between SCAN and GET
-            report.skipped.append(f"{name!r}: expired before it was read")
-            return
+            return KeyResult(name, Outcome.SKIPPED, session_id, "expired before it was read")
         if kind != "string":
-            report.skipped.append(f"{name!r}: a Redis {kind}, not a session's JSON string")
-            return
+            return KeyResult(
+                name, Outcome.SKIPPED, session_id, f"a Redis {kind}, not a session's JSON string"
+            )
         if isinstance(raw, Exception):
             raise raw
         messages = parse_session_value(raw, session_id)
@@ -326,25 +398,22 @@ async def _import_one(
             report=report,
         )
     except CtxStoreError as error:
-        report.failed.append(f"{name!r}: {error}")
-        return
+        return KeyResult(name, Outcome.FAILED, session_id, str(error))
     except Exception as error:  # one session's surprise never stops the rest
-        report.failed.append(f"{name!r}: unexpected {type(error).__name__}: {error}")
-        return
-    outcome = decision.outcome
-    if outcome is Outcome.IMPORTED:
-        report.imported += 1
-    elif outcome is Outcome.APPENDED:
-        report.appended += 1
-    elif outcome is Outcome.UNCHANGED:
-        report.unchanged += 1
-    else:
-        parting = Parting(session_id, decision.stored.count, len(messages), decision.common)
-        if outcome is Outcome.REPLACED:
-            report.imported += 1
-            report.replaced.append(parting)
-        else:
-            report.diverged.append(parting)
+        return KeyResult(
+            name, Outcome.FAILED, session_id, f"unexpected {type(error).__name__}: {error}"
+        )
+    stored = decision.stored
+    parted = decision.outcome in (Outcome.DIVERGED, Outcome.REPLACED)
+    return KeyResult(
+        name,
+        decision.outcome,
+        session_id,
+        str(Parting(session_id, stored.count, len(messages), decision.common)) if parted else None,
+        redis_messages=len(messages),
+        postgres_messages=stored.count,
+        common=decision.common if parted else None,
+    )
 
 
 async def import_redis(
@@ -357,12 +426,14 @@ async def import_redis(
     overwrite: bool = False,
     carry_ttl: bool = False,
     after_read: AfterRead | None = None,
+    on_result: OnResult | None = None,
 ) -> ImportReport:
     """Import every session under ``prefix`` from Redis ``client`` into ``storage``.
 
     ``overwrite``: Redis's list replaces a diverged session's messages in PostgreSQL.
     ``carry_ttl``: a session this import writes expires when its Redis key would (a key
     without a TTL: never); needs a PostgresStorage.  ``after_read``: see AfterRead.
+    ``on_result``: each key's KeyResult, as it is known (see OnResult).
     """
     if carry_ttl and not isinstance(storage, PostgresStorage):
         raise ConfigurationError("carrying Redis TTLs needs a PostgresStorage")
@@ -377,7 +448,7 @@ async def import_redis(
     async def worker() -> None:
         while not queue.empty():
             key = queue.get_nowait()
-            await _import_one(
+            result = await _import_one(
                 client,
                 storage,
                 prefix,
@@ -387,6 +458,9 @@ async def import_redis(
                 carry_ttl=carry_ttl,
                 after_read=after_read,
             )
+            report.add(result)
+            if on_result is not None:
+                on_result(result)
             if progress:
                 progress.advance()
 

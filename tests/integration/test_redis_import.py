@@ -367,3 +367,55 @@ async def test_an_expired_session_counts_as_missing(
     assert (report.imported, report.diverged) == (1, [])
     assert contents(await pg.load(expired)) == ["hello from go"]
     assert (await session_row(pg, expired))[0] == 1  # a session afresh
+
+
+async def test_the_report_accounts_for_every_key_with_its_reason(
+    redis_client: Any,
+    redis_url: str,
+    redis_prefix: str,
+    module_database_url: URL,
+    pg: PostgresStorage,
+    tmp_path: Path,
+) -> None:
+    """Issue 26: the summary names the first 20 of a kind; an operator could not tell
+    which of the other keys failed.  ``--report FILE``: one JSON line per key."""
+    new, same, newer = new_id("new"), new_id("same"), new_id("newer")
+    await pg.save(same, as_stored(HELLO))
+    await pg.save(newer, [*as_stored(HELLO), NEWER])
+    for session_id in (new, same, newer):
+        await put(redis_client, redis_prefix, session_id, HELLO)
+    broken = [new_id("broken") for _ in range(25)]  # more than the summary lists
+    for session_id in broken:
+        await redis_client.set(f"{redis_prefix}:{session_id}", b"[{not json")
+    await redis_client.rpush(f"{redis_prefix}:a-list", "not a session")
+    report = tmp_path / "import.jsonl"
+    env = {
+        **os.environ,
+        "CTXSTORE_DATABASE_URL": module_database_url.render_as_string(hide_password=False),
+    }
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [str(CTXSTORE), "import-redis", "--redis-url", redis_url, "--prefix", redis_prefix,
+         "--report", str(report)],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr  # something failed
+    assert "... and 5 more failed (--report FILE lists every key)" in done.stdout
+    assert f"every key's outcome: {report} (29 JSON lines)" in done.stdout
+    lines = [json.loads(line) for line in report.read_text("utf-8").splitlines()]
+    by_key = {line["key"]: line for line in lines}
+    assert len(lines) == len(by_key) == 29
+    outcome = {key.split(":")[-1]: line["outcome"] for key, line in by_key.items()}
+    assert (outcome[new], outcome[same], outcome[newer]) == ("imported", "unchanged", "diverged")
+    assert outcome["a-list"] == "skipped"
+    assert "a Redis list" in by_key[f"{redis_prefix}:a-list"]["reason"]
+    for session_id in broken:
+        line = by_key[f"{redis_prefix}:{session_id}"]
+        assert (line["outcome"], line["session_id"]) == ("failed", session_id)
+        assert line["reason"]  # why, for each one
+    diverged = by_key[f"{redis_prefix}:{newer}"]
+    assert (diverged["redis_messages"], diverged["postgres_messages"], diverged["common"]) == (
+        1,
+        2,
+        1,
+    )

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING, TextIO
 
 from ctxstore.cli.maintenance import open_store
 from ctxstore.cli.options import Commands, add_database_url, positive_int
 from ctxstore.db.engine import redact
 from ctxstore.errors import ConfigurationError
 from ctxstore.settings import Settings
+
+if TYPE_CHECKING:
+    from ctxstore.redis_import import KeyResult
 
 
 def register(commands: Commands) -> None:
@@ -32,6 +36,12 @@ def register(commands: Commands) -> None:
         help="a session the import writes expires when its Redis key would "
         "(a key without a TTL: never)",
     )
+    importer.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write one JSON line per Redis key to FILE: its outcome (imported, appended, "
+        "unchanged, diverged, replaced, skipped, failed) and the reason",
+    )
     importer.set_defaults(func=run)
 
 
@@ -53,6 +63,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "redis://[[user]:password@]host:6379/0"
         ) from None
 
+    lines: TextIO | None = None
+    if args.report is not None:
+        try:
+            lines = open(args.report, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as error:
+            raise ConfigurationError(
+                f"--report {args.report!r} can't be written: {error.strerror}"
+            ) from None
+
+    def write_line(result: KeyResult) -> None:
+        if lines is not None:
+            lines.write(result.to_json() + "\n")
+
     async def copy() -> int:
         try:
             async with storage:
@@ -63,10 +86,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     concurrency=args.concurrency,
                     overwrite=args.overwrite,
                     carry_ttl=args.carry_ttl,
+                    on_result=write_line,
                 )
         finally:
             await client.aclose()
+            if lines is not None:
+                lines.close()
         print(report.summary())
+        if lines is not None:
+            print(f"every key's outcome: {args.report} ({report.seen:,} JSON lines)")
         return 1 if report.failed else 0
 
     return asyncio.run(copy())
