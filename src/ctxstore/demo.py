@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -182,6 +184,27 @@ async def _play(url: URL | str, keyring: Keyring) -> None:
         )
 
 
+def run_dev_server(data_dir: Path, database: str) -> None:
+    """``ctxstore dev``: start the embedded server in ``data_dir``, create and migrate
+    ``database``, print its URL, and keep it up until SIGINT or SIGTERM."""
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda _number, _frame: stop.set())
+    embedded = EmbeddedPostgres(data_dir)
+    print(f"starting the embedded PostgreSQL in {embedded.data_dir} ...", flush=True)
+    try:
+        target = asyncio.run(create_database(embedded.start(), database, exist_ok=True))
+        migrations.upgrade(target)
+        print(f"database {database!r} at revision {migrations.current(target)}; in another shell:")
+        print(f"  export CTXSTORE_DATABASE_URL='{target.render_as_string(hide_password=False)}'")
+        print("Ctrl-C stops the server; its data stays in the folder above.", flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        embedded.stop()
+    print("stopped")
+
+
 def run_demo(database_url: str | None, data_dir: Path) -> None:
     """Run against ``database_url``, or the embedded server in ``data_dir`` when None."""
     embedded: EmbeddedPostgres | None = None
@@ -202,3 +225,8 @@ def run_demo(database_url: str | None, data_dir: Path) -> None:
     finally:
         if embedded is not None:
             embedded.stop()
+    if embedded is not None:
+        print(
+            f"\nthe demo's data stays in {embedded.data_dir}: `ctxstore dev` starts that server "
+            "again for your own code (it prints the URL)"
+        )

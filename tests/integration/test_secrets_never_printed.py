@@ -199,11 +199,13 @@ def test_db_upgrade_and_current_print_no_secret(scratch: URL, form: UrlForm, sec
     upgraded = ctxstore("db", "upgrade", "--database-url", url)
     assert upgraded.returncode == 0, upgraded.stderr
     # The URL is shown, its password masked (a user's URL has one to mask: user:***@).
-    assert upgraded.stdout.strip().endswith(f"is at revision {head}")
+    assert upgraded.stdout.strip().endswith(f"upgraded from revision (empty) to {head}")
     if scratch.username is not None:
         assert f"{scratch.username}:***@" in upgraded.stdout
     current = ctxstore("db", "current", "--database-url", url)
     assert (current.returncode, current.stdout.strip()) == (0, head)
+    again = ctxstore("db", "upgrade", "--database-url", url)
+    assert again.stdout.strip().endswith(f"was already at revision {head}: nothing to apply")
     down = ctxstore("db", "downgrade", "base", "--database-url", url)
     assert down.returncode == 0 and down.stdout.strip().endswith("is at revision base")
 

@@ -20,6 +20,7 @@ COMMANDS = {
     "serve": set(),
     "erase-user": set(),
     "demo": set(),
+    "dev": set(),
 }
 
 

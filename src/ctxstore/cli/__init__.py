@@ -7,19 +7,20 @@ command, and is the one place that turns ctxstore errors into messages and exit 
 - analytics.py: ``analytics REPORT``;
 - maintenance.py: ``upgrade-data``, ``seed-sample``, ``purge-expired``, ``rotate-keys``,
   ``erase-user``;
-- import_redis.py, serve.py, contract.py, demo.py: the command each names.
+- import_redis.py, serve.py, contract.py, demo.py, dev.py: the command each names.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 
-from ctxstore import telemetry
-from ctxstore.cli import analytics, contract, db, demo, import_redis, maintenance, serve
+from ctxstore import __version__, telemetry
+from ctxstore.cli import analytics, contract, db, demo, dev, import_redis, maintenance, serve
 from ctxstore.db import migrations
 from ctxstore.db.engine import normalize_url, redact
 from ctxstore.db.errors import schema_missing
@@ -28,13 +29,14 @@ from ctxstore.redaction import redact_log_records
 from ctxstore.settings import Settings, load_settings
 
 #: In the order ``ctxstore --help`` lists them.
-COMMANDS = (db, maintenance, import_redis, analytics, serve, contract, demo)
+COMMANDS = (db, maintenance, import_redis, analytics, serve, contract, demo, dev)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ctxstore", description="Durable conversation context on PostgreSQL."
     )
+    parser.add_argument("--version", action="version", version=f"ctxstore {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(commands)
@@ -50,6 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings()
         telemetry.from_settings(settings)
         code: int = args.func(args, settings)
+        sys.stdout.flush()  # here, where a closed pipe can still be handled
+    except BrokenPipeError:
+        # The reader went away (`ctxstore contract schema | head -1`): not an error of
+        # ours; stdout goes to devnull so the interpreter's last flush doesn't fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except SchemaMissingError as error:
         print(f"ctxstore: error: {_with_revision(error, args, settings)}", file=sys.stderr)
         return 1

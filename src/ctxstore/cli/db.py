@@ -58,8 +58,13 @@ def _url(args: argparse.Namespace, settings: Settings) -> URL:
 
 def upgrade(args: argparse.Namespace, settings: Settings) -> int:
     url = _url(args, settings)
+    before = migrations.current(url)
     migrations.upgrade(url, args.revision, lock_timeout=args.lock_timeout, settings=settings)
-    print(f"{redact(url)} is at revision {migrations.current(url)}")
+    after = migrations.current(url)
+    if before == after:
+        print(f"{redact(url)} was already at revision {after}: nothing to apply")
+    else:
+        print(f"{redact(url)} upgraded from revision {before or '(empty)'} to {after}")
     return 0
 
 
