@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from ctxstore.context.compression import message_cost, storage_counter, walk_newest
 from ctxstore.contract import (
     CONTEXT_VERSION,
@@ -213,7 +215,17 @@ class ContextBuilder:
 
 
 def _knowledge(item: KnowledgeItem | Mapping[str, Any]) -> KnowledgeItem:
-    parsed = item if isinstance(item, KnowledgeItem) else KnowledgeItem.model_validate(item)
+    if isinstance(item, KnowledgeItem):
+        parsed = item
+    else:
+        try:
+            parsed = KnowledgeItem.model_validate(item)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in found['loc']) or 'item'}: {found['msg']}"
+                for found in error.errors()
+            )
+            raise InvalidInputError(f"retrieved knowledge: {problems}") from None
     for value in (parsed.title, parsed.content, parsed.source):
         if text_problem(value):
             raise InvalidInputError(f"retrieved knowledge {text_problem(value)}")

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ctxstore.errors import CorruptDataError, SessionNotFoundError
+from ctxstore.errors import ConfigurationError, CorruptDataError, SessionNotFoundError
 from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.models import (
     PROFILE_FORMAT,
@@ -27,6 +27,7 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
+from ctxstore.redaction import redact
 from ctxstore.storage import rules
 from ctxstore.storage.base import Backups, Erased
 from ctxstore.storage.redis import keys, scripts, values
@@ -73,9 +74,19 @@ class RedisStorage(Store):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStorage:
         """A storage with its own client (closed by ``close()``); options as the constructor."""
-        import redis.asyncio as redis_asyncio  # noqa: PLC0415 - optional dependency
-
-        client = redis_asyncio.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        try:
+            import redis.asyncio as redis_asyncio  # noqa: PLC0415 - optional dependency
+        except ImportError:
+            raise ConfigurationError(
+                "RedisStorage needs the redis extra: pip install 'ctxstore[redis]'"
+            ) from None
+        try:
+            client = redis_asyncio.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        except ValueError as error:  # redis-py's URL parsing, whose message may quote it
+            raise ConfigurationError(
+                f"not a usable Redis URL ({redact(str(error))}): use "
+                "redis://[[user]:password@]host:6379/0"
+            ) from None
         return cls(client, owns_client=True, **options)
 
     async def close(self) -> None:
