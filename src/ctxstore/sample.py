@@ -140,6 +140,8 @@ class SeedReport:
     red_flag_sessions: int = 0
     seconds: float = 0.0
     stages: dict[str, int] = field(default_factory=dict)
+    #: Consultations of this seed the database held whole already: left as they are.
+    already: int = 0
 
     def summary(self) -> str:
         rate = self.sessions / self.seconds if self.seconds else 0.0
@@ -149,6 +151,12 @@ class SeedReport:
             f"{self.messages:,} messages, {self.state_versions:,} state versions, "
             f"{self.summaries:,} summaries, {self.red_flag_sessions:,} with red flags\n"
             f"final stages: {stages}"
+            + (
+                f"\n{self.already:,} consultations of this seed were there already: left "
+                "as they are (another --seed writes others)"
+                if self.already
+                else ""
+            )
         )
 
 
@@ -216,8 +224,18 @@ def sample_consultation(
 
 
 async def write_consultation(storage: VersionedStorage, sample: SampleConsultation) -> SeedReport:
-    """Write one consultation the way the service would: profile, messages, states, summary."""
+    """Write one consultation the way the service would: profile, messages, states, summary.
+
+    Once per seed: a consultation already there whole is left alone (its states written
+    again would be transitions that never happened); one a stopped run left half-written
+    is written again from the start."""
     report = SeedReport()
+    stored = await storage.load_state(sample.session_id)
+    if stored is not None:
+        if stored.version == len(sample.states):
+            report.already = 1
+            return report
+        await storage.delete(sample.session_id)
     await storage.save_profile(sample.user_id, sample.profile)
     await storage.save(sample.session_id, sample.messages, user_id=sample.user_id)
     for state in sample.states:
@@ -260,6 +278,7 @@ async def seed_sample(
             total.state_versions += one.state_versions
             total.summaries += one.summaries
             total.red_flag_sessions += one.red_flag_sessions
+            total.already += one.already
             for stage, count in one.stages.items():
                 total.stages[stage] = total.stages.get(stage, 0) + count
             if progress:

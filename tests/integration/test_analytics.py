@@ -445,3 +445,26 @@ async def test_seed_sample_writes_varied_consultations_through_the_api(
     ]
     again = sample_consultation(5, seed=3, now=DAY1)
     assert again == sample_consultation(5, seed=3, now=DAY1)  # deterministic
+
+
+async def test_seeding_the_same_seed_again_leaves_its_consultations_as_they_are(
+    pg_storage: PostgresStorage,
+) -> None:
+    """Issue 28: a second seed-sample re-applied every state to the same sessions, so
+    the transitions report showed moves that never happened (completed -> greeting)."""
+    first = await seed_sample(pg_storage, 12, seed=11, concurrency=4, show=False)
+    assert (first.already, first.sessions) == (0, 12)
+    transitions = await report(pg_storage, "transitions")
+    half_written = sample_consultation(3, seed=11)
+    await pg_storage.delete(half_written.session_id)  # a run stopped mid-consultation...
+    await pg_storage.save(half_written.session_id, half_written.messages[:2])
+    await pg_storage.save_state(half_written.session_id, half_written.states[0])
+    again = await seed_sample(pg_storage, 12, seed=11, concurrency=4, show=False)
+    assert (again.already, again.sessions) == (11, 1)
+    assert "11 consultations of this seed were there already" in again.summary()
+    assert await report(pg_storage, "transitions") == transitions
+    state = await pg_storage.load_state(half_written.session_id)
+    assert state is not None and state.version == len(half_written.states)
+    assert [m.content for m in await pg_storage.load(half_written.session_id)] == [
+        m.content for m in half_written.messages
+    ]
