@@ -456,16 +456,24 @@ _NO_OFFSET = 0x7FFFFFFF
 
 
 def bound_message_aad(
-    prefix: bytes, role: str, turn_id: str | None, stamp: datetime | None, offset: int | None
+    prefix: bytes,
+    role: str,
+    turn_id: str | None,
+    stamp: datetime | None,
+    offset: int | None,
+    nanos: int = 0,
 ) -> bytes:
     """Layout 2's associated data: the session (``prefix``) and the plaintext columns a
     reader trusts, so a row whose role, turn id or time was changed fails to open.  The
     time as ``stamp.timestamp()`` (the same for every spelling of one instant, and cheap
-    on the load path) with the UTC offset in seconds kept beside it."""
+    on the load path) with the UTC offset in seconds kept beside it, and the nanoseconds
+    below its microsecond when there are any (revision 0021; none: the bytes of before)."""
     if stamp is None:
         when = b"N"
     else:
         when = b"T" + _STAMPED.pack(stamp.timestamp(), _NO_OFFSET if offset is None else offset)
+        if nanos:
+            when += b"n" + nanos.to_bytes(2, "big")
     return b"".join(
         (
             prefix,

@@ -18,12 +18,13 @@ from pydantic import (
     PrivateAttr,
     StrictStr,
     ValidationError,
+    field_serializer,
     field_validator,
 )
 
 from ctxstore.errors import InvalidInputError, InvalidMessageError
 from ctxstore.textcheck import json_problem, text_problem
-from ctxstore.timestamps import parse_timestamp
+from ctxstore.timestamps import nanoseconds_of, parse_timestamp
 
 DocumentT = TypeVar("DocumentT")
 
@@ -119,6 +120,11 @@ class Message(BaseModel):
         # exactly or refused (ctxstore/timestamps.py)
         return parse_timestamp(value) if isinstance(value, str) else value
 
+    @field_serializer("timestamp", when_used="json")
+    def _timestamp_to_the_nanosecond(self, value: datetime | None) -> datetime | str | None:
+        # pydantic writes a datetime to the microsecond: a NanoDatetime in full
+        return value.isoformat() if nanoseconds_of(value) and value is not None else value
+
     @field_validator("content", "turn_id", "name")
     @classmethod
     def _storable_text(cls, value: str | None) -> str | None:
@@ -142,10 +148,18 @@ class Message(BaseModel):
             return NotImplemented
         if self.__dict__ != other.__dict__:
             return False
-        # datetimes compare instants: the same instant in another UTC offset is another
-        # timestamp here (what is stored keeps the offset).
+        # datetimes compare instants to the microsecond: the same instant in another UTC
+        # offset is another timestamp here (what is stored keeps the offset), and so is one
+        # a nanosecond apart (Go's times).
         mine, theirs = self.timestamp, other.timestamp
-        return mine is None or theirs is None or mine.utcoffset() == theirs.utcoffset()
+        return (
+            mine is None
+            or theirs is None
+            or (
+                mine.utcoffset() == theirs.utcoffset()
+                and nanoseconds_of(mine) == nanoseconds_of(theirs)
+            )
+        )
 
     __hash__ = None  # type: ignore[assignment]
 

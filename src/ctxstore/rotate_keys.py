@@ -215,8 +215,8 @@ async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str
     ]
     prefix, seqs, digests, sealed, full = message_aad_prefix(sid), [], [], [], []
     for row in opened:
-        seq, name, content, metadata, core = row[0], row[6], row[2], row[7], row[8]
-        if row[9] != 2 or (metadata is not None and not isinstance(metadata, dict)):
+        seq, name, content, metadata, core = row[0], row[7], row[2], row[8], row[9]
+        if row[10] != 2 or (metadata is not None and not isinstance(metadata, dict)):
             continue  # a legacy row: upgrade-data first, this leaves it as it is
         whole = full_digest(core, metadata)
         full.append(whole)

@@ -1,19 +1,22 @@
 """Message timestamps as text, exactly: what Go and Python write, read without change.
 
-ctxstore keeps an instant with its UTC offset, to the microsecond (a datetime; on
-PostgreSQL a timestamptz plus the offset in seconds).  Go's encoding/json writes
-``time.Time`` as RFC 3339 with up to nine fractional digits; Python's isoformat writes up to
-six and may put seconds in the offset.  :func:`parse_timestamp` reads both without
-altering them: text that could only be read by changing it (digits below the microsecond,
-a year outside 1-9999) is refused.  :func:`go_timestamp` writes what Go's
-``MarshalJSON`` would for the same time, and :func:`postgres_timestamp` what PostgreSQL
-reads exactly.  Nothing here depends on the process's time zone.
+ctxstore keeps an instant with its UTC offset, to the nanosecond: a datetime, or for a
+time with digits below the microsecond a :class:`NanoDatetime` (a datetime that also
+keeps those three digits); on PostgreSQL a timestamptz, the offset in seconds and the
+nanoseconds below the microsecond.  Go's encoding/json writes ``time.Time`` as RFC 3339
+with up to nine fractional digits; Python's isoformat writes up to six and may put seconds
+in the offset.  :func:`parse_timestamp` reads both without altering them: text that could
+only be read by changing it (digits below the nanosecond, a year outside 1-9999) is
+refused.  :func:`go_timestamp` writes what Go's ``MarshalJSON`` would for the same time,
+and :func:`postgres_timestamp` what PostgreSQL reads exactly (to the microsecond;
+:func:`nanoseconds_of` is the rest).  Nothing here depends on the process's time zone.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any, Self
 
 from ctxstore.errors import InvalidMessageError
 
@@ -32,6 +35,67 @@ LAST_INSTANT = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
+class NanoDatetime(datetime):
+    """A datetime that also keeps ``nanosecond``: the digits below its microsecond (1-999).
+
+    What Go's ``time.Time`` holds and marshals.  Compared, hashed and computed with as the
+    datetime it extends (the microsecond instant); ``isoformat()`` and ``str()`` write all
+    nine digits (``isoformat(timespec=...)`` what the timespec asks), and a Message
+    compares and stores them.  A datetime computed from it
+    (``astimezone``, ``+ timedelta``, ``replace``) is to the microsecond: its
+    ``nanosecond`` is 0.  Build one with :func:`with_nanoseconds`.
+    """
+
+    nanosecond: int = 0
+
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+        if not self.nanosecond or timespec != "auto":
+            return super().isoformat(sep, timespec)
+        text = super().isoformat(sep, "microseconds")
+        end = 10 + len(sep) + 15  # date, sep, HH:MM:SS.ffffff (years have four digits)
+        return f"{text[:end]}{self.nanosecond:03d}{text[end:]}"
+
+    def __str__(self) -> str:
+        return self.isoformat(" ")
+
+    def __repr__(self) -> str:
+        return f"with_nanoseconds({datetime(*self._fields()).__repr__()}, {self.nanosecond})"
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return (with_nanoseconds, (datetime(*self._fields()), self.nanosecond))
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.year, self.month, self.day, self.hour, self.minute, self.second,
+            self.microsecond, self.tzinfo,
+        )  # fmt: skip
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self
+
+
+_PICKLED = datetime.__reduce__
+
+
+def with_nanoseconds(moment: datetime, nanosecond: int) -> datetime:
+    """``moment`` (to the microsecond) with ``nanosecond`` (0-999) below it: a
+    NanoDatetime, or ``moment`` itself for 0."""
+    if not nanosecond:
+        return moment
+    if not 0 < nanosecond < 1000:
+        raise ValueError(f"nanosecond must be within 0-999, not {nanosecond}")
+    # From datetime's pickled state (date, time and fold in bytes, then the zone): a third
+    # of the field-by-field constructor's time, and loads build one per such message.
+    precise = NanoDatetime(*_PICKLED(moment)[1])
+    precise.nanosecond = nanosecond
+    return precise
+
+
+def nanoseconds_of(moment: datetime | None) -> int:
+    """The nanoseconds below ``moment``'s microsecond (0 for a plain datetime)."""
+    return getattr(moment, "nanosecond", 0) if moment is not None else 0
+
+
 def parse_timestamp(text: str) -> datetime | str:
     """The exact datetime ``text`` writes, or ``text`` itself when it is not an ISO 8601
     time with an offset (the model then rejects it, or reads another form as before).
@@ -42,12 +106,14 @@ def parse_timestamp(text: str) -> datetime | str:
     if found is None or (found[8] is None and found[9] is None):
         return text
     fraction = found[7]
+    nanosecond = 0
     if fraction is not None and len(fraction) > 6:
-        if fraction[6:].strip("0"):
+        if fraction[9:].strip("0"):
             raise InvalidMessageError(
-                f"timestamp {text!r} has digits below the microsecond: ctxstore keeps "
-                "microseconds, so it would be changed (Go: t.Truncate(time.Microsecond))"
+                f"timestamp {text!r} has digits below the nanosecond: ctxstore keeps "
+                "nanoseconds (as Go's time.Time), so it would be changed"
             )
+        nanosecond = int(fraction[6:9].ljust(3, "0"))
         text = text[: found.start(7) + 6] + text[found.end(7) :]
     if found[8] == "z":
         text = text[:-1] + "Z"
@@ -56,7 +122,7 @@ def parse_timestamp(text: str) -> datetime | str:
     if found[9] is not None and (found[11] > "59" or (found[12] or "00") > "59"):
         raise InvalidMessageError(f"timestamp {found[0]!r} has no such UTC offset")
     try:
-        return datetime.fromisoformat(text)
+        return with_nanoseconds(datetime.fromisoformat(text), nanosecond)
     except ValueError as error:
         raise InvalidMessageError(
             f"timestamp {found[0]!r} is not a time ctxstore can hold: {error}"
@@ -77,8 +143,9 @@ def go_timestamp(moment: datetime) -> str:
         f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
         f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
     )
-    if moment.microsecond:
-        text += f".{moment.microsecond:06d}".rstrip("0")
+    nanosecond = nanoseconds_of(moment)
+    if moment.microsecond or nanosecond:
+        text += f".{moment.microsecond:06d}{nanosecond:03d}".rstrip("0")
     if not offset:
         return text + "Z"
     minutes, rest = divmod(abs(offset), timedelta(minutes=1))
@@ -98,7 +165,7 @@ def postgres_timestamp(moment: datetime | None) -> str | None:
     Python allow (the row keeps the offset apart).  An explicit offset leaves PostgreSQL
     nothing to interpret.
     """
-    return None if moment is None else moment.astimezone(UTC).isoformat()
+    return None if moment is None else moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def activity_time(moment: datetime | None) -> datetime | None:

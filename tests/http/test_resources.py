@@ -249,3 +249,31 @@ async def test_any_session_id_the_library_takes_is_addressable(
     assert len(await store.load(odd)) == 2
     read = await client.get(path)
     assert read.json()["session_id"] == odd
+
+
+async def test_go_times_come_back_to_the_nanosecond_and_reach_the_contract(
+    client: httpx.AsyncClient, sid: str
+) -> None:
+    """Issue 26: what json.Marshal(time.Now()) writes has nine fractional digits."""
+    stamps = ["2026-01-02T03:04:05.123456789+08:00", "9999-12-31T23:59:59.999999999Z"]
+    messages = [
+        {"role": "user", "content": f"m{index}", "turn_id": "t1", "timestamp": stamp}
+        for index, stamp in enumerate(stamps)
+    ]
+    written = await client.put(messages_of(sid), json={"messages": messages})
+    assert written.status_code == 201, written.text
+    read = (await client.get(messages_of(sid))).json()
+    assert [m["timestamp"] for m in read["messages"]] == [
+        "2026-01-02T03:04:05.123456789+08:00",
+        "9999-12-31T23:59:59.999999999+00:00",
+    ]
+    answer = await client.post(
+        f"/v1/sessions/{sid}/context",
+        json={"turn_id": "t2", "user_message": "next", "token_budget": 2000},
+    )
+    assert answer.status_code == 200, answer.text
+    recent = parse_contract(answer.content).context.recent_messages
+    assert [m.timestamp for m in recent[:2]] == [
+        "2026-01-02T03:04:05.123456789+08:00",
+        "9999-12-31T23:59:59.999999999+00:00",
+    ]

@@ -232,9 +232,10 @@ async def test_erasure_shreds_the_keys_of_copied_rows(sealed: PostgresStorage) -
     await sealed.save("bob", conversation(), user_id="bob")
     copied = await raw(
         sealed,
-        "SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, "
-        "m.digest, m.format_version, m.key_id, m.sealed, m.session_id FROM messages AS m "
-        "JOIN sessions USING (session_id) WHERE user_id = 'alice' ORDER BY session_id, seq",
+        "SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, "
+        "m.metadata, m.digest, m.format_version, m.key_id, m.sealed, m.session_id "
+        "FROM messages AS m JOIN sessions USING (session_id) WHERE user_id = 'alice' "
+        "ORDER BY session_id, seq",
     )
     assert len({r["key_id"] for r in copied}) == 2  # the user's key and the session's own
     # before the erasure the store's decryption path opens the copy

@@ -28,6 +28,7 @@ from ctxstore import (
 from ctxstore.formats.messages import message_from_document
 from ctxstore.redis_import import import_redis
 from ctxstore.storage.redis import RedisStorage
+from ctxstore.timestamps import go_timestamp, nanoseconds_of
 from ctxstore.upgrade import upgrade_data
 
 EDGES = [
@@ -43,6 +44,11 @@ EDGES = [
     "2026-03-29T01:30:00.000001-09:30",
     "2026-06-01T12:00:00+23:59",  # more than PostgreSQL takes as an offset (15:59)
     "2026-06-01T12:00:00-23:59",
+    # Go's nanoseconds (issue 26): what json.Marshal(time.Now()) writes on Linux
+    "9999-12-31T23:59:59.999999999Z",  # Go's last instant
+    "2026-01-02T03:04:05.123456789+08:00",
+    "0001-01-01T00:00:00.000000001Z",
+    "2026-06-01T12:00:00.00000099-23:59",
 ]
 
 
@@ -54,7 +60,10 @@ def messages_at(stamps: list[str]) -> list[Message]:
 
 
 def exactly(messages: list[Message]) -> list[tuple[Any, ...]]:
-    return [(m.timestamp, m.timestamp.utcoffset() if m.timestamp else None) for m in messages]
+    return [
+        (m.timestamp, m.timestamp.utcoffset() if m.timestamp else None, nanoseconds_of(m.timestamp))
+        for m in messages
+    ]
 
 
 @pytest.fixture(params=["UTC", "Asia/Shanghai", "America/New_York"])
@@ -97,6 +106,8 @@ async def test_edge_instants_round_trip_exactly_on_postgres(
             m.timestamp.isoformat() for m in written if m.timestamp
         ]
         assert loaded == written
+        # what the Go program wrote is what it reads back, byte for byte
+        assert [go_timestamp(m.timestamp) for m in loaded if m.timestamp] == EDGES
         async with fresh.reader("edges") as reader:  # the context builder's reads
             assert exactly(await reader.span(1, len(EDGES))) == exactly(written[1:])
             newest = [stored.message for stored in await reader.newest(len(EDGES), 3)]
@@ -112,7 +123,9 @@ async def test_edge_instants_round_trip_exactly_on_redis(
 ) -> None:
     written = messages_at(EDGES)
     await redis_storage.save("edges", written)
-    assert exactly(await redis_storage.load("edges")) == exactly(written)
+    loaded = await redis_storage.load("edges")
+    assert exactly(loaded) == exactly(written)
+    assert [go_timestamp(m.timestamp) for m in loaded if m.timestamp] == EDGES
 
 
 @pytest.mark.parametrize(
@@ -135,8 +148,8 @@ async def test_what_cannot_be_kept_exactly_is_refused_on_write(
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("9999-12-31T23:59:59.999999999Z", "below the microsecond"),
-        ("2026-01-02T03:04:05.123456789+08:00", "below the microsecond"),
+        ("9999-12-31T23:59:59.9999999991Z", "below the nanosecond"),
+        ("2026-01-02T03:04:05.1234567891+08:00", "below the nanosecond"),
         ("0000-12-31T19:00:00-05:00", "year 0 is out of range"),
     ],
 )

@@ -76,7 +76,7 @@ async def test_appending_a_turn_writes_only_the_new_messages(database_url: URL) 
         writes = [(s, a) for s, a in statements if "messages" in s or "ctxstore_" in s]
         assert len(writes) == 1, statements
         sql, args = writes[0]
-        assert sql.startswith("SELECT ctxstore_append_if_unchanged_v2(")
+        assert sql.startswith("SELECT ctxstore_append_if_unchanged_v3(")
         named = dict(zip(sql_statements.APPEND_IF_UNCHANGED.parameters, args, strict=True))
         assert named["known_count"] == 1000  # positions 1000 + offsets:
         assert list(named["new_seq"]) == [0, 1]  # exactly the two new rows are sent

@@ -75,9 +75,9 @@ async def test_the_column_lists_match_the_tables(database_url: URL) -> None:
             columns = [attribute.name for attribute in prepared.get_attributes()]
             assert tuple(columns[: len(_READ)]) == _READ, name
         # every column of messages but the key, as an array ``p_<column>``, in table order
-        written = await _function_arguments(connection, "ctxstore_insert_messages_v1")
+        written = await _function_arguments(connection, "ctxstore_insert_messages_v2")
         assert written[2:] == [f"p_{c.name}" for c in messages.c if c.name != "session_id"]
-        for function in ("ctxstore_append_v1", "ctxstore_append_if_unchanged_v1"):
+        for function in ("ctxstore_append_v6", "ctxstore_append_if_unchanged_v3"):
             arguments = await _function_arguments(connection, function)
             assert [a for a in arguments if a in written[2:]] == written[2:], function
         state = await _function_arguments(connection, "ctxstore_write_state_v2")

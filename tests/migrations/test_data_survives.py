@@ -395,16 +395,18 @@ async def seed_consultations(url: URL) -> None:
 
 @contextmanager
 def seeded_with_an_analyst(url: URL, revision: str) -> Iterator[URL]:
-    """``url`` migrated to ``revision`` and seeded (seed_consultations); a login in its
-    analytics role, dropped after."""
+    """``url`` seeded (seed_consultations) and migrated down to ``revision``; a login in
+    its analytics role, dropped after.  Seeded at the head: this code writes through the
+    functions of the latest revision."""
     from tests.integration.test_deidentified_analytics import (  # noqa: PLC0415
         create_login,
         drop_login,
         read_roles,
     )
 
-    migrations.upgrade(url, revision)
+    migrations.upgrade(url, "head")
     asyncio.run(seed_consultations(url))
+    migrations.downgrade(url, revision)
     login, password = asyncio.run(create_login(url, asyncio.run(read_roles(url)).analytics))
     try:
         yield url.set(username=login, password=password)
@@ -629,7 +631,7 @@ def test_red_flags_of_sealed_states_count_again_at_0019_and_back(empty_database_
     from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
 
     url = empty_database_url
-    migrations.upgrade(url, "0018")
+    migrations.upgrade(url, "head")  # this code writes through the latest functions
     day = datetime(2026, 11, 23, 9, tzinfo=UTC)
     encryption = Encryption(Keyring({"k": os.urandom(32)}))
 
@@ -645,6 +647,7 @@ def test_red_flags_of_sealed_states_count_again_at_0019_and_back(empty_database_
                 await storage.save_state(session_id, {"stage": "assessing", "red_flags": flags})
 
     asyncio.run(seed())
+    migrations.downgrade(url, "0018")
     daily = "SELECT consultations, with_red_flags FROM analytics_red_flags_daily"
     assert asyncio.run(rows(url, daily)) == [(10, 0)]  # the text is sealed: none counted
     migrations.upgrade(url, "0019")
@@ -666,7 +669,7 @@ def test_write_ids_of_0020_are_recorded_beside_data_of_0019_and_go_back(
     from ctxstore.storage.write_ids import carrying, new_write_id  # noqa: PLC0415
 
     url = empty_database_url
-    migrations.upgrade(url, "0019")
+    migrations.upgrade(url, "head")  # this code writes through the latest functions
     write_id = new_write_id()
 
     async def seed() -> None:
@@ -681,9 +684,48 @@ def test_write_ids_of_0020_are_recorded_beside_data_of_0019_and_go_back(
             return await storage.applied_writes("w0", [write_id])
 
     asyncio.run(seed())
-    migrations.upgrade(url, "0020")
+    migrations.downgrade(url, "0019")
+    migrations.upgrade(url, "head")
     assert asyncio.run(write_and_ask()) == {write_id}
     migrations.downgrade(url, "0019")
     assert asyncio.run(rows(url, "SELECT to_regclass('applied_session_writes')")) == [(None,)]
     assert asyncio.run(rows(url, "SELECT message_count FROM sessions")) == [(2,)]
+    migrations.upgrade(url, "head")
+
+
+def test_go_times_keep_their_nanoseconds_from_0021_and_rows_before_read_unchanged(
+    empty_database_url: URL,
+) -> None:
+    """0021 adds ``messages.ts_nanos``: a row written before it reads as it was written,
+    a Go time written after it reads back to the nanosecond, and the downgrade keeps
+    every row with its time to the microsecond."""
+    from ctxstore.timestamps import go_timestamp  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "head")
+    before = [Message(role="user", content="µs", timestamp="2026-12-03T08:00:00.123456+08:00")]
+    go = [Message(role="user", content="ns", timestamp="2026-12-03T08:00:00.123456789+08:00")]
+
+    async def save(session_id: str, messages: list[Message]) -> None:
+        async with PostgresStorage.from_url(url) as storage:
+            await storage.save(session_id, messages)
+
+    async def load(session_id: str) -> list[Message]:
+        async with PostgresStorage.from_url(url) as storage:
+            return await storage.load(session_id)
+
+    asyncio.run(save("before", before))
+    migrations.downgrade(url, "0020")  # as a database of 0020 holds it
+    migrations.upgrade(url, "head")
+    assert asyncio.run(load("before")) == before
+    asyncio.run(save("go", go))
+    (loaded,) = asyncio.run(load("go"))
+    assert go_timestamp(loaded.timestamp) == "2026-12-03T08:00:00.123456789+08:00"  # type: ignore[arg-type]
+    migrations.downgrade(url, "0020")
+    assert asyncio.run(rows(url, "SELECT to_regproc('ctxstore_append_v6')")) == [(None,)]
+    times = "SELECT session_id, ts FROM messages ORDER BY session_id"
+    assert asyncio.run(rows(url, times)) == [
+        ("before", before[0].timestamp),
+        ("go", go[0].timestamp),  # the instant to the microsecond
+    ]
     migrations.upgrade(url, "head")

@@ -40,6 +40,7 @@ from ctxstore.models import (
     UserProfile,
     digest_of,
 )
+from ctxstore.timestamps import nanoseconds_of
 
 STATE_V1: dict[str, Any] = {
     "stage": "collecting_details",
@@ -73,6 +74,7 @@ def row_of(message: Message, seq: int, fmt: int = MESSAGE_FORMAT, *extra: Any) -
         message.turn_id,
         stamp.astimezone(UTC) if stamp is not None else None,
         int(offset.total_seconds()) if offset is not None else None,
+        nanoseconds_of(stamp) or None,
         message.name,
         json.loads(json.dumps(message.metadata)) if message.metadata else None,
         message.core_digest(),
@@ -165,7 +167,7 @@ def test_a_newer_message_names_session_and_position(fmt: int) -> None:
 
 
 def test_a_newer_row_is_unsupported_even_when_it_looks_corrupt() -> None:
-    row = (3, "robot", "x", None, None, None, None, ["not", "an", "object"], b"", 3)
+    row = (3, "robot", "x", None, None, None, None, None, ["not", "an", "object"], b"", 3)
     with pytest.raises(UnsupportedFormatError) as caught:
         row_to_message(row, session_id="future", position=3)
     assert caught.value.position == 3
@@ -231,8 +233,8 @@ def test_message_documents_round_trip_and_detect_their_format() -> None:
 def test_legacy_rows_upgrade_and_current_rows_stay_trusted() -> None:
     current = conversation(3)
     rows = [
-        (0, "User", "你好", None, None, None, None, {"TraceID": "abc"}, b"\x00", 0),
-        (1, "assistant", "是否伴随疼痛？", None, None, None, "bot", None, b"\x00", 1),
+        (0, "User", "你好", None, None, None, None, None, {"TraceID": "abc"}, b"\x00", 0),
+        (1, "assistant", "是否伴随疼痛？", None, None, None, None, "bot", None, b"\x00", 1),
         *(row_of(m, seq) for seq, m in enumerate(current, start=2)),
     ]
     loaded = rows_to_messages(rows, session_id="s")
@@ -275,7 +277,7 @@ def test_loaded_messages_keep_the_stored_core_digest() -> None:
         assert after.__pydantic_private__ == {"_core_digest": before.core_digest()}
         assert digest_of(after) == digest_of(before)
     # The cached digest is what the stored row says, not recomputed.
-    (marked,) = rows_to_messages([(*row_of(saved[1], 0)[:8], b"stored", 2)], session_id="s")
+    (marked,) = rows_to_messages([(*row_of(saved[1], 0)[:9], b"stored", 2)], session_id="s")
     assert marked.core_digest() == b"stored"
 
 
@@ -293,9 +295,9 @@ def test_loaded_messages_behave_like_any_message() -> None:
 def test_unusual_and_corrupt_offsets_take_the_careful_path() -> None:
     stamp = datetime(2026, 11, 29, 0, 15, 2, tzinfo=UTC)
     base = ("user", "x", None)
-    odd = rows_to_messages([(0, *base, stamp, 30, None, None, b"", 2)], session_id="s")
+    odd = rows_to_messages([(0, *base, stamp, 30, None, None, None, b"", 2)], session_id="s")
     assert odd[0].timestamp == stamp and odd[0].timestamp.utcoffset() == timedelta(seconds=30)
-    no_stamp = rows_to_messages([(0, *base, None, 3600, None, None, b"", 2)], session_id="s")
+    no_stamp = rows_to_messages([(0, *base, None, 3600, None, None, None, b"", 2)], session_id="s")
     assert no_stamp[0].timestamp is None
     near_end = datetime(9999, 12, 31, 23, 0, tzinfo=UTC)
     for offset in (14 * 3600, 86400 * 2):  # local time past year 9999; not a real offset
@@ -303,7 +305,7 @@ def test_unusual_and_corrupt_offsets_take_the_careful_path() -> None:
             rows_to_messages(
                 [
                     row_of(Message(role="user", content="ok"), 0),
-                    (1, *base, near_end, offset, None, None, b"", 2),
+                    (1, *base, near_end, offset, None, None, None, b"", 2),
                 ],
                 session_id="s",
             )
@@ -311,7 +313,7 @@ def test_unusual_and_corrupt_offsets_take_the_careful_path() -> None:
 
 
 def test_metadata_that_is_not_an_object_is_corrupt() -> None:
-    row = (5, "user", "x", None, None, None, None, ["a"], b"", 2)
+    row = (5, "user", "x", None, None, None, None, None, ["a"], b"", 2)
     with pytest.raises(CorruptDataError) as caught:
         rows_to_messages([row], session_id="s")
     assert (caught.value.session_id, caught.value.position) == ("s", 5)
@@ -339,7 +341,7 @@ def test_the_collector_is_left_as_it_was() -> None:
     gc.enable()
     with pytest.raises(UnsupportedFormatError):
         rows_to_messages(
-            [*rows, (3, "user", "x", None, None, None, None, None, b"", 9)], session_id="s"
+            [*rows, (3, "user", "x", None, None, None, None, None, None, b"", 9)], session_id="s"
         )
     assert gc.isenabled()
 
@@ -353,7 +355,7 @@ def test_the_collector_is_left_as_it_was() -> None:
 def test_the_fast_offset_restore_matches_astimezone(instant: datetime, quarters: int) -> None:
     offset = quarters * 15 * 60
     (loaded,) = rows_to_messages(
-        [(0, "user", "x", None, instant, offset, None, None, b"", 2)], session_id="s"
+        [(0, "user", "x", None, instant, offset, None, None, None, b"", 2)], session_id="s"
     )
     expected = instant.astimezone(timezone(timedelta(seconds=offset))) if offset else instant
     assert loaded.timestamp == expected

@@ -147,8 +147,14 @@ messages = Table(
     Column("token_encoding", Text, nullable=True),
     # Sealed rows keep content '' and metadata NULL; digest is then an HMAC (0009).
     *_sealed_columns(),
+    # The nanoseconds below ts's microsecond (Go's time.Time has them; 0021): NULL for none.
+    Column("ts_nanos", SmallInteger, nullable=True),
     *_sealed_check("messages"),
     CheckConstraint("seq >= 0", name="seq_non_negative"),
+    CheckConstraint(
+        "ts_nanos IS NULL OR (ts_nanos BETWEEN 1 AND 999 AND ts IS NOT NULL)",
+        name="ts_nanos_below_a_microsecond",
+    ),
     CheckConstraint(
         "format_version <> 2 OR role IN ('user', 'assistant', 'system', 'tool')",
         name="role_known",

@@ -23,6 +23,7 @@ from ctxstore.models import (
     Message,
     construct_trusted,
 )
+from ctxstore.timestamps import with_nanoseconds
 
 __all__ = [
     "FORMAT_KEY",
@@ -46,6 +47,7 @@ MESSAGE_COLUMN_ORDER = (
     "turn_id",
     "ts",
     "ts_offset",
+    "ts_nanos",
     "name",
     "metadata",
     "digest",
@@ -165,7 +167,9 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
     shift: timedelta | None = None
     zone: timezone | None = None
     for row in rows:
-        (position, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row[:end]
+        (position, role, content, turn_id, stamp, offset, nanos, name, metadata, digest, fmt) = row[
+            :end
+        ]
         if fmt != current:
             append(row_to_message(row[:end], session_id=session_id, position=position))
             continue
@@ -190,6 +194,8 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
             except (TypeError, OverflowError):  # no timestamp, or local time out of range
                 append(row_to_message(row[:end], session_id=session_id, position=position))
                 continue
+        if nanos:
+            stamp = with_nanoseconds(stamp, nanos)
         message = new_instance(message_type)
         set_dict(
             message,
@@ -211,7 +217,7 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
 
 def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
     """Map one ``messages`` row (exactly MESSAGE_COLUMN_ORDER) to a Message."""
-    (_seq, role, content, turn_id, stamp, offset, name, metadata, digest, fmt) = row
+    (_seq, role, content, turn_id, stamp, offset, nanos, name, metadata, digest, fmt) = row
     if type(fmt) is not int or fmt > MESSAGE_FORMAT:
         # Newer than this code knows (or no format at all): nothing else can be trusted.
         return MESSAGES.load(None, fmt, session_id=session_id, position=position)
@@ -228,9 +234,13 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
         )
     try:
         stamp = _restore_offset(stamp, offset)
+        if nanos and stamp is not None:
+            stamp = with_nanoseconds(stamp, nanos)
     except (TypeError, ValueError, OverflowError) as error:
         raise CorruptDataError(
-            f"bad timestamp offset {offset}", session_id=session_id, position=position
+            f"bad timestamp offset {offset} or nanoseconds {nanos}",
+            session_id=session_id,
+            position=position,
         ) from error
     if fmt == MESSAGE_FORMAT:
         return construct_trusted(

@@ -34,7 +34,7 @@ _AWARE: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)
 
 def _timestamp_text(value: str) -> str:
     """RFC 3339 with a UTC offset; the text itself goes on to the library, which keeps
-    it exactly (or refuses it, e.g. below the microsecond)."""
+    it exactly, to the nanosecond (or refuses it, e.g. below the nanosecond)."""
     try:
         _AWARE.validate_python(value)
     except ValidationError:

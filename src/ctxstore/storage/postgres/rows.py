@@ -50,7 +50,7 @@ from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, MetadataWatch, StoredList
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.rules import Limits
-from ctxstore.timestamps import activity_time, postgres_timestamp
+from ctxstore.timestamps import activity_time, nanoseconds_of, postgres_timestamp
 from ctxstore.tokens import TokenCounter
 
 EMPTY_HASH = hashlib.sha256(b"").digest()
@@ -92,7 +92,9 @@ def _sealed(b: Batch) -> list[bytes | None]:
     return [
         key.seal(
             pack_message(m.content, m.metadata, m.core_digest(), m.name),
-            bound_message_aad(prefix, m.role, m.turn_id, m.timestamp, offset),
+            bound_message_aad(
+                prefix, m.role, m.turn_id, m.timestamp, offset, nanoseconds_of(m.timestamp)
+            ),
         )
         for m, offset in zip(b.messages, _offsets(b), strict=True)
     ]
@@ -120,6 +122,7 @@ MESSAGE_VALUES: dict[str, Callable[[Batch], list[Any]]] = {
     # text, not datetimes: asyncpg sends Go's zero and maximum times as -infinity/infinity
     "ts": lambda b: [postgres_timestamp(m.timestamp) for m in b.messages],
     "ts_offset": _offsets,
+    "ts_nanos": lambda b: [nanoseconds_of(m.timestamp) or None for m in b.messages],
     "name": lambda b: [m.name if b.key is None else None for m in b.messages],
     # the connection's jsonb codec takes JSON text; NULL spares decoding {} on every load
     "metadata": lambda b: [
@@ -320,8 +323,8 @@ def open_messages(rows: Sequence[Any], keys: Keys | None, session_id: str) -> Se
             key.open(sealed, aad, session_id=session_id), session_id
         )
         if sealed[:1] == b"\x01":  # layout 1 kept the name in its column
-            name = row[6]
-        opened.append((*row[:2], content, *row[3:6], name, metadata, core, row[9]))
+            name = row[7]
+        opened.append((*row[:2], content, *row[3:7], name, metadata, core, row[10]))
     return opened
 
 
@@ -329,7 +332,7 @@ def bound_aad_of_row(prefix: bytes, row: Any, session_id: str) -> bytes:
     """A layout-2 message row's associated data, from its plaintext columns (a time
     that isn't one, e.g. a naive infinity put there, can't be bound: the row is corrupt)."""
     try:
-        return bound_message_aad(prefix, row[1], row[3], row[4], row[5])
+        return bound_message_aad(prefix, row[1], row[3], row[4], row[5], row[6] or 0)
     except (ValueError, OverflowError, OSError, TypeError, struct.error) as error:
         raise CorruptDataError(
             f"sealed message has a bad timestamp or offset: {error}",
@@ -368,7 +371,7 @@ def _open_fast(rows: Sequence[Any], keys: Keys | None, session_id: str) -> list[
         sealed = row[SEALED]
         layout = sealed[0]
         if layout == 2:
-            aad = bound_message_aad(prefix, row[1], row[3], row[4], row[5])
+            aad = bound_message_aad(prefix, row[1], row[3], row[4], row[5], row[6] or 0)
             plain = decrypt(sealed[1:13], sealed[13:], aad)  # type: ignore[misc]
             # pad()'s frame, read in place: its length, then pack_message's bytes
             end = 4 + unpack_length(plain, 0)[0]
@@ -379,14 +382,16 @@ def _open_fast(rows: Sequence[Any], keys: Keys | None, session_id: str) -> list[
                 content, metadata, core, name = unpack_message(plain[4:end], session_id)
         elif layout == 1:
             plain = decrypt(sealed[1:13], sealed[13:], first_aad)  # type: ignore[misc]
-            name, core = row[6], plain[:32]
+            name, core = row[7], plain[:32]
             if plain[32] == 0:
                 content, metadata = plain[33:].decode("utf-8", "surrogatepass"), None
             else:
                 content, metadata, _, _ = unpack_message(plain, session_id)
         else:
             raise ValueError("unknown layout")
-        append((row[0], row[1], content, row[3], row[4], row[5], name, metadata, core, row[9]))
+        append(
+            (row[0], row[1], content, row[3], row[4], row[5], row[6], name, metadata, core, row[10])
+        )
     return opened
 
 

@@ -16,6 +16,7 @@ from ctxstore.storage.knowledge import Known, StoredList
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.storage.rules import NEW_SESSION, Limits
+from ctxstore.storage.write_ids import carried
 from ctxstore.tokens import TokenCounter
 
 Hasher = Any  # hashlib's HASH object
@@ -125,6 +126,7 @@ async def append_if_unchanged(
         user_id=user_id,
         expected=expected,
         ttl=ttl,
+        write_ids=list(carried()),  # recorded by the same call
         **extension.activity,
         **rows.new_message_arrays(new),
     )

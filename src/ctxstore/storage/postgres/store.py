@@ -299,12 +299,10 @@ class PostgresStorage(Store):
                     extension.added, self.token_counter, self.limits, key, session_id,
                     digests=extension.digests,
                 )  # fmt: skip
-                async with self._writing("save") as driver:
+                async with self._connections.call("save") as driver:
                     version = await saving.append_if_unchanged(
                         driver, session_id, extension, new, expected, user_id, self.ttl
                     )
-                    if version is not None:
-                        await self._record_writes(driver, session_id)
                 if version is not None:
                     self.knowledge.after_write(session_id, extension.after(version))
                     return version
@@ -332,7 +330,9 @@ class PostgresStorage(Store):
         self, action: str, *, conflict_on_duplicate: bool = False
     ) -> AsyncIterator[Driver]:
         """A connection for one write; in a transaction when the write carries journal
-        write ids, so that ``_record_writes`` commits with it (or not at all)."""
+        write ids, so that ``_record_writes`` commits with it (or not at all).  Appends
+        (and save's fast path) pass the ids to their function instead: no round trip
+        more."""
         async with self._connections.call(
             action, conflict_on_duplicate=conflict_on_duplicate
         ) as driver:
@@ -396,6 +396,7 @@ class PostgresStorage(Store):
                 "added_hash": rows.hasher(key, added).digest(),
                 "ttl": self.ttl,
                 "max_messages": self.limits.max_messages,
+                "write_ids": list(carried()),  # recorded by the same call
                 **rows.activity(messages, messages),
                 **rows.new_message_arrays(new),
             }
@@ -413,7 +414,7 @@ class PostgresStorage(Store):
                 "known_hash": known.content_hash if known else None,
                 "extended_hash": extended.digest() if extended is not None else None,
             }
-            async with self._writing("append") as driver:
+            async with self._connections.call("append") as driver:
                 for _attempt in range(3):
                     start, version, *_where_it_stood = await sql.APPEND.fetchval(driver, **values)
                     if version is not None:
@@ -435,7 +436,6 @@ class PostgresStorage(Store):
                     raise rules.stale_session(
                         session_id, await saving.current_version(driver, session_id), expected
                     )
-                await self._record_writes(driver, session_id)
             start, version = int(start), int(version)
             if known is not None and extended is not None and start == known.count:
                 # count and hash carry on; the messages stay with whoever holds them
@@ -464,7 +464,7 @@ class PostgresStorage(Store):
     ) -> int:
         """The append of a sealed session: its content hash chain carried on (chained.py);
         ``values``: the append's parameters but those of the base it extends."""
-        async with self._writing("append") as driver:
+        async with self._connections.call("append") as driver:
             start, version, hasher = await chained.append(
                 driver,
                 session_id,
@@ -477,7 +477,6 @@ class PostgresStorage(Store):
                 keys_for=self._keys_for,
                 limits=self.limits,
             )
-            await self._record_writes(driver, session_id)
         if hasher is not None:
             self.knowledge.after_write(
                 session_id, Known(version, start + added_count, hasher.digest(), hasher)

@@ -70,7 +70,7 @@ SELECT session_id, user_id FROM ctxstore_sessions_to_reencrypt_v1(:after, :batch
 
 -- name: session_messages --
 -- Messages to re-encrypt.
-SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version,
+SELECT seq, role, content, turn_id, ts, ts_offset, ts_nanos, name, metadata, digest, format_version,
        key_id, sealed FROM messages WHERE session_id = :sid ORDER BY seq;
 
 -- name: reseal_messages --

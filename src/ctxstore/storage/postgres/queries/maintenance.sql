@@ -1,7 +1,7 @@
 -- name: legacy_messages_of_session --
 -- Legacy messages of a session.
 SELECT s.version AS session_version, m.seq, m.role, m.content, m.turn_id, m.ts,
-    m.ts_offset, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed
+    m.ts_offset, m.ts_nanos, m.name, m.metadata, m.digest, m.format_version, m.key_id, m.sealed
   FROM sessions AS s JOIN messages AS m ON m.session_id = s.session_id
  WHERE s.session_id = :sid AND m.format_version <> :current
  ORDER BY m.seq;
@@ -16,17 +16,17 @@ RETURNING 1;
 -- Rewrite messages.
 UPDATE messages AS t
    SET (role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count,
-       format_version, token_encoding, key_id, sealed) = (m.role, m.content, m.turn_id,
-       m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.token_count, m.format_version,
-       m.token_encoding, m.key_id, m.sealed)
+       format_version, token_encoding, key_id, sealed, ts_nanos) = (m.role, m.content,
+       m.turn_id, m.ts, m.ts_offset, m.name, m.metadata, m.digest, m.token_count,
+       m.format_version, m.token_encoding, m.key_id, m.sealed, m.ts_nanos)
   FROM unnest((:new_seq)::int[], (:new_role)::TEXT[], (:new_content)::TEXT[],
       (:new_turn_id)::TEXT[], (:new_ts)::text[]::TIMESTAMP WITH TIME ZONE[],
       (:new_ts_offset)::INTEGER[], (:new_name)::TEXT[], (:new_metadata)::JSONB[],
       (:new_digest)::BYTEA[], (:new_token_count)::INTEGER[],
       (:new_format_version)::SMALLINT[], (:new_token_encoding)::TEXT[],
-      (:new_key_id)::BIGINT[], (:new_sealed)::BYTEA[]) AS m(seq, role, content, turn_id,
-      ts, ts_offset, name, metadata, digest, token_count, format_version, token_encoding,
-      key_id, sealed)
+      (:new_key_id)::BIGINT[], (:new_sealed)::BYTEA[], (:new_ts_nanos)::SMALLINT[])
+      AS m(seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count,
+      format_version, token_encoding, key_id, sealed, ts_nanos)
  WHERE t.session_id = :sid AND t.seq = m.seq;
 
 -- name: sessions_with_legacy_messages --

@@ -1,6 +1,6 @@
 -- name: load_session --
 -- Load session.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
     m.digest, m.format_version, m.key_id, m.sealed, s.message_count, s.content_hash,
     s.version, s.user_id
   FROM sessions AS s
@@ -27,22 +27,22 @@ SELECT version, message_count, content_hash,
    FOR UPDATE;
 
 -- name: append_if_unchanged --
--- Save's fast path: the new messages, only if the session holds exactly the list the caller extended (the new version, else NULL).
-SELECT ctxstore_append_if_unchanged_v2(
+-- Save's fast path: the new messages, only if the session holds exactly the list the caller extended (the new version, else NULL); with the journal write ids it applies.
+SELECT ctxstore_append_if_unchanged_v3(
     :sid, :expected, :user_id, :ttl, :known_count, :known_hash, :new_count, :new_hash,
     :turns, :first_ts, :last_ts,
     :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
     :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
-    :new_key_id, :new_sealed);
+    :new_key_id, :new_sealed, :new_ts_nanos, :write_ids);
 
 -- name: append --
--- A turn's messages at the positions the session row hands out: (start, version), both NULL when the session refused them, then the session's version, count, hash and expiry as the refusal saw them.
-SELECT ctxstore_append_v5(
+-- A turn's messages at the positions the session row hands out, with the journal write ids it applies: (start, version), both NULL when the session refused them, then the session's version, count, hash and expiry as the refusal saw them.
+SELECT ctxstore_append_v6(
     :sid, :expected, :user_id, :ttl, :max_messages, :known_count, :known_hash, :added_hash,
     :extended_hash, :turns, :first_ts, :last_ts,
     :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
     :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
-    :new_key_id, :new_sealed);
+    :new_key_id, :new_sealed, :new_ts_nanos, :write_ids);
 
 -- name: lock_session --
 -- Lock session.
@@ -79,11 +79,11 @@ DELETE FROM messages WHERE session_id = :sid AND seq >= :start;
 
 -- name: insert_messages --
 -- Messages at positions :start + :new_seq, in the locked save's transaction.
-SELECT ctxstore_insert_messages_v1(
+SELECT ctxstore_insert_messages_v2(
     :sid, :start,
     :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
     :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
-    :new_key_id, :new_sealed);
+    :new_key_id, :new_sealed, :new_ts_nanos);
 
 -- name: finish_save --
 -- Finish save.
@@ -112,7 +112,7 @@ SELECT s.version, s.message_count, s.created_at, s.user_id,
 
 -- name: newest --
 -- Newest messages.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
     m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding
     FROM messages AS m
  WHERE session_id = :sid AND seq < :before
@@ -120,7 +120,7 @@ SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadat
 
 -- name: newest_of_session --
 -- Newest of session.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
     m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding
     FROM messages AS m
  WHERE m.session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid
@@ -129,10 +129,10 @@ SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadat
 
 -- name: newest_within --
 -- Newest messages within a budget.
-SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, format_version,
+SELECT seq, role, content, turn_id, ts, ts_offset, ts_nanos, name, metadata, digest, format_version,
     key_id, sealed, token_count, token_encoding
   FROM (
-    SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+    SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
         m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding,
            sum(m.usable) OVER (ORDER BY m.seq DESC) - m.usable AS before_me
       FROM (SELECT *, CASE WHEN token_encoding = :encoding THEN token_count ELSE 0 END
@@ -146,7 +146,7 @@ SELECT seq, role, content, turn_id, ts, ts_offset, name, metadata, digest, forma
 
 -- name: span --
 -- Message span.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.name, m.metadata,
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
     m.digest, m.format_version, m.key_id, m.sealed FROM messages AS m
  WHERE session_id = :sid AND seq >= :start AND seq < :stop
  ORDER BY seq;

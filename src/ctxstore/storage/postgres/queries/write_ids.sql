@@ -1,24 +1,24 @@
 -- name: record_session_writes --
 -- In the transaction of a session write: the journal write ids it applied (revision 0020).
 INSERT INTO applied_session_writes (session_id, write_id)
-SELECT :sid, w FROM unnest((:write_ids)::uuid[]) AS w
+SELECT :sid, w FROM unnest((:write_ids)::text[]::uuid[]) AS w
 ON CONFLICT DO NOTHING;
 
 -- name: record_profile_writes --
 -- In the transaction of a profile write: the journal write ids it applied.
 INSERT INTO applied_profile_writes (user_id, write_id)
-SELECT :user_id, w FROM unnest((:write_ids)::uuid[]) AS w
+SELECT :user_id, w FROM unnest((:write_ids)::text[]::uuid[]) AS w
 ON CONFLICT DO NOTHING;
 
 -- name: applied_session_writes --
 -- Which of :write_ids a write to the session applied.
 SELECT write_id FROM applied_session_writes
- WHERE session_id = :sid AND write_id = ANY((:write_ids)::uuid[]);
+ WHERE session_id = :sid AND write_id = ANY((:write_ids)::text[]::uuid[]);
 
 -- name: applied_profile_writes --
 -- Which of :write_ids a write to the profile applied.
 SELECT write_id FROM applied_profile_writes
- WHERE user_id = :user_id AND write_id = ANY((:write_ids)::uuid[]);
+ WHERE user_id = :user_id AND write_id = ANY((:write_ids)::text[]::uuid[]);
 
 -- name: erase_session_write_ids --
 -- Erasure: the write ids recorded for the user's sessions (ids and times only).
