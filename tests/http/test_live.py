@@ -259,3 +259,12 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
         )
     )
     return cert_path, key_path
+
+
+def test_the_real_server_refuses_an_id_that_is_not_utf8(server: LiveServer, tokens: Tokens) -> None:
+    """uvicorn decodes ``%FF`` to U+FFFD; the service reads the raw path instead."""
+    answer = httpx.get(
+        f"{server.base_url}/v1/sessions/%FFabc/messages", headers=tokens.header(), timeout=30
+    )
+    assert answer.status_code == 400, answer.text
+    assert "not UTF-8" in answer.json()["detail"]

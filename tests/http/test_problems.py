@@ -229,3 +229,24 @@ async def test_readiness_needs_the_schema_at_head(
 
 def _json() -> dict[str, str]:
     return {"Content-Type": "application/json"}
+
+
+async def test_an_id_that_is_not_utf8_is_refused_never_replaced(
+    client: httpx.AsyncClient,
+) -> None:
+    """Issue 27: invalid UTF-8 in a percent-encoded id became U+FFFD, so ``%FFabc`` and
+    ``%EF%BF%BDabc`` named one session."""
+    written = await client.put(
+        "/v1/sessions/%EF%BF%BDabc/messages",
+        json={"messages": [{"role": "user", "content": "x"}]},
+    )
+    assert written.status_code in (200, 201), written.text
+    for path in ("/v1/sessions/%FFabc/messages", "/v1/sessions/abc%C3/messages"):
+        answer = await client.get(path)
+        assert answer.status_code == 400, (path, answer.text)
+        assert answer.json()["type"] == "https://ctxstore.dev/problems/malformed-request"
+        assert "not UTF-8" in answer.json()["detail"]
+    read = await client.get("/v1/sessions/%EF%BF%BDabc/messages")
+    assert [m["content"] for m in read.json()["messages"]] == ["x"]
+    chinese = await client.get("/v1/sessions/%E4%BD%A0%E5%A5%BD/messages")  # 你好: exact UTF-8
+    assert chinese.status_code == 404

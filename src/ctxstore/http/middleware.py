@@ -12,6 +12,7 @@ import logging
 import time
 import traceback
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
@@ -19,7 +20,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ctxstore.http.auth import TokenRegistry
 from ctxstore.http.metrics import Metrics
-from ctxstore.http.problems import BODY_TOO_LARGE, INTERNAL, UNAUTHORIZED, problem_response
+from ctxstore.http.problems import (
+    BODY_TOO_LARGE,
+    INTERNAL,
+    MALFORMED,
+    UNAUTHORIZED,
+    problem_response,
+)
 from ctxstore.redaction import redact
 
 PRINCIPAL_KEY = "ctxstore.principal"
@@ -70,6 +77,8 @@ class ServiceMiddleware:
                 await _answer(scope, receive, state, _unauthorized())
             elif length is not None and length > self.max_body_bytes:
                 await _answer(scope, receive, state, self._too_large())
+            elif not _exact_path(scope):
+                await _answer(scope, receive, state, _not_utf8())
             else:
                 principal = name
                 await self.app(scope, self._limited(receive), state.send)
@@ -175,3 +184,24 @@ def route_of(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
     return path.replace(":ctxstore_id}", "}") if isinstance(path, str) else UNROUTED
+
+
+def _exact_path(scope: Scope) -> bool:
+    """Whether the path, percent-decoded from the raw bytes, is UTF-8.  The ASGI server
+    decodes it with replacement: ``%FFabc`` and ``%EF%BF%BDabc`` would name one session."""
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes):
+        return True
+    try:
+        unquote_to_bytes(raw.partition(b"?")[0]).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _not_utf8() -> Any:
+    return problem_response(
+        MALFORMED,
+        "the request path is not UTF-8 once percent-decoded: ids are exact text, never "
+        "guessed (percent-encode each id's UTF-8 bytes)",
+    )
