@@ -327,12 +327,17 @@ class PostgresStorage(Store):
 
     @asynccontextmanager
     async def _writing(
-        self, action: str, *, conflict_on_duplicate: bool = False
+        self,
+        action: str,
+        subject: str,
+        *,
+        profile: bool = False,
+        conflict_on_duplicate: bool = False,
     ) -> AsyncIterator[Driver]:
-        """A connection for one write; in a transaction when the write carries journal
-        write ids, so that ``_record_writes`` commits with it (or not at all).  Appends
-        (and save's fast path) pass the ids to their function instead: no round trip
-        more."""
+        """A connection for one write to ``subject``; when the write carries journal write
+        ids, a transaction that records them after the write (a write that raises records
+        nothing).  Appends (and save's fast path) pass the ids to their function instead:
+        no round trip more."""  # fmt: skip
         async with self._connections.call(
             action, conflict_on_duplicate=conflict_on_duplicate
         ) as driver:
@@ -341,6 +346,7 @@ class PostgresStorage(Store):
                 return
             async with driver.transaction():
                 yield driver
+                await self._record_writes(driver, subject, profile=profile)
 
     @staticmethod
     async def _record_writes(driver: Driver, subject: str, *, profile: bool = False) -> None:
@@ -575,9 +581,8 @@ class PostgresStorage(Store):
 
     async def _delete(self, session_id: str) -> None:
         self.knowledge.forget(session_id)
-        async with self._writing("delete") as driver:
+        async with self._writing("delete", session_id) as driver:
             await sql.DELETE_SESSION.execute(driver, sid=session_id)
-            await self._record_writes(driver, session_id)
         self.written.deleted(session_id)
 
     async def _exists(self, session_id: str) -> bool:
@@ -599,12 +604,10 @@ class PostgresStorage(Store):
         expected: int | None,
     ) -> Summary:
         key = await self._session_key(session_id, None)
-        async with self._writing("save_summary", conflict_on_duplicate=True) as driver:
-            summary = await documents.insert_summary(
+        async with self._writing("save_summary", session_id, conflict_on_duplicate=True) as driver:
+            return await documents.insert_summary(
                 driver, session_id, text, covers_until, token_count, expected, key
             )
-            await self._record_writes(driver, session_id)
-            return summary
 
     async def _load_summary(self, session_id: str, summary_version: int | None) -> Summary | None:
         if summary_version is None:
@@ -632,10 +635,8 @@ class PostgresStorage(Store):
         self, session_id: str, state: ConsultationState, expected: int | None
     ) -> int:
         key = await self._session_key(session_id, None)
-        async with self._writing("save_state", conflict_on_duplicate=True) as driver:
-            version = await documents.write_state(driver, session_id, state, expected, key)
-            await self._record_writes(driver, session_id)
-            return version
+        async with self._writing("save_state", session_id, conflict_on_duplicate=True) as driver:
+            return await documents.write_state(driver, session_id, state, expected, key)
 
     async def _load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
         row = await self._connections.read(
@@ -658,10 +659,10 @@ class PostgresStorage(Store):
     @resealed_if_key_destroyed
     async def _save_profile(self, user_id: str, profile: UserProfile, expected: int | None) -> int:
         key = await self._user_key(user_id)
-        async with self._writing("save_profile", conflict_on_duplicate=True) as driver:
-            version = await documents.write_profile(driver, user_id, profile, expected, key)
-            await self._record_writes(driver, user_id, profile=True)
-            return version
+        async with self._writing(
+            "save_profile", user_id, profile=True, conflict_on_duplicate=True
+        ) as driver:
+            return await documents.write_profile(driver, user_id, profile, expected, key)
 
     async def _load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
         row = await self._connections.read(
@@ -716,9 +717,8 @@ class PostgresStorage(Store):
         return backups_after_erasure(erased, erased_at, self.backup_retention)
 
     async def _delete_profile(self, user_id: str) -> None:
-        async with self._writing("delete profile") as driver:
+        async with self._writing("delete profile", user_id, profile=True) as driver:
             await sql.DELETE_PROFILE.execute(driver, user_id=user_id)
-            await self._record_writes(driver, user_id, profile=True)
         self.written.deleted_profile(user_id)
 
     # -- context assembly and snapshots ------------------------------------------------------------
