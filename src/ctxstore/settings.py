@@ -31,6 +31,8 @@ MAX_NAME_LENGTH = 63
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _ON = {"1", "true", "on", "yes"}
 _OFF = {"", "0", "false", "off", "no"}
+#: Settings in seconds that may have a fraction; the other positive numbers are whole.
+_FRACTIONAL = frozenset({"http_operation_timeout", "http_head_timeout", "http_body_timeout"})
 
 
 def validate_role_name(name: str, source: str) -> str:
@@ -158,6 +160,35 @@ class Settings(BaseSettings):
     http_access_log: bool = _variable(
         "HTTP_ACCESS_LOG", "0: no log line per request (--no-access-log).", True
     )
+    http_max_request_line: int = _variable(
+        "HTTP_MAX_REQUEST_LINE",
+        "Bytes of a request's target (path and query) before a 414, unread further.",
+        8192,
+    )
+    http_max_headers: int = _variable(
+        "HTTP_MAX_HEADERS", "Header fields in one request before a 431.", 100
+    )
+    http_max_header_bytes: int = _variable(
+        "HTTP_MAX_HEADER_BYTES",
+        "Bytes of a request's head (request line and headers) before a 431, unread further.",
+        32768,
+    )
+    http_head_timeout: float = _variable(
+        "HTTP_HEAD_TIMEOUT",
+        "Seconds a connection has to send a whole request head (its first, and each later "
+        "one from its first byte) before a 408 and close.",
+        10.0,
+    )
+    http_body_timeout: float = _variable(
+        "HTTP_BODY_TIMEOUT",
+        "Seconds a request body may go without a byte arriving before a 408 and close.",
+        10.0,
+    )
+    http_max_connections: int = _variable(
+        "HTTP_MAX_CONNECTIONS",
+        "Open connections per worker; one more is closed before a byte is read.",
+        1000,
+    )
 
     @field_validator(
         "database_url",
@@ -229,6 +260,12 @@ class Settings(BaseSettings):
         "http_operation_timeout",
         "http_retry_after",
         "http_session_ttl_seconds",
+        "http_max_request_line",
+        "http_max_headers",
+        "http_max_header_bytes",
+        "http_head_timeout",
+        "http_body_timeout",
+        "http_max_connections",
         "backup_retention_days",
         mode="before",
     )
@@ -245,7 +282,7 @@ class Settings(BaseSettings):
             number = 0.0
         if not (number > 0 and math.isfinite(number)):
             raise ConfigurationError(f"{name} must be a positive number, not {value.strip()!r}")
-        if info.field_name == "http_operation_timeout":
+        if info.field_name in _FRACTIONAL:
             return number
         if number != int(number):
             raise ConfigurationError(f"{name} must be a whole number, not {number}")

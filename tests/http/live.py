@@ -68,6 +68,8 @@ class LiveServer:
     tokens: Tokens
     workers: int = 1
     extra_args: tuple[str, ...] = ()
+    #: Environment variables the server gets besides the database URL and the tokens.
+    env: dict[str, str] = field(default_factory=dict)
     scheme: str = "http"
     #: The CA file the readiness probe trusts (https only).
     verify: ssl.SSLContext | bool = True
@@ -90,6 +92,7 @@ class LiveServer:
             **os.environ,
             "CTXSTORE_DATABASE_URL": self.database_url,
             "CTXSTORE_HTTP_TOKENS": self.tokens.grants,
+            **self.env,
         }
         command = [
             sys.executable,

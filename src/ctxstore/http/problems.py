@@ -117,6 +117,10 @@ METHOD_NOT_ALLOWED = ProblemType("method-not-allowed", "Method not allowed", 405
 BODY_TOO_LARGE = ProblemType("body-too-large", "Request body too large", 413)
 UNSUPPORTED_MEDIA_TYPE = ProblemType("unsupported-media-type", "Unsupported media type", 415)
 INTERNAL = ProblemType("internal-error", "Internal error", 500, _INTERNAL)
+# Answered by the connection itself (ctxstore.http.protocol), before the application.
+TARGET_TOO_LONG = ProblemType("target-too-long", "Request target too long", 414)
+HEAD_TOO_LARGE = ProblemType("head-too-large", "Request header fields too large", 431)
+TIMED_OUT = ProblemType("request-timeout", "Request timeout", 408)
 
 HTTP_TYPES = (
     MALFORMED,
@@ -126,6 +130,9 @@ HTTP_TYPES = (
     METHOD_NOT_ALLOWED,
     BODY_TOO_LARGE,
     UNSUPPORTED_MEDIA_TYPE,
+    TARGET_TOO_LONG,
+    HEAD_TOO_LARGE,
+    TIMED_OUT,
 )
 
 

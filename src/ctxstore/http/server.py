@@ -32,6 +32,8 @@ from ctxstore.http.settings import (
 from ctxstore.settings import load_settings
 
 APP = "ctxstore.http.app:app_from_environment"
+#: uvicorn's httptools protocol with the connection limits it lacks (protocol.py).
+PROTOCOL = "ctxstore.http.protocol:BoundedHttpProtocol"
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ def serve(options: ServeOptions) -> int:
         uvicorn.run(
             APP,
             factory=True,
+            http=PROTOCOL,
             host=options.host,
             port=options.port,
             workers=options.workers,
