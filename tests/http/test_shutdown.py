@@ -4,9 +4,12 @@ write it acknowledged (2xx) is in the database, exactly once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import time
 from collections import Counter
+from pathlib import Path
 
 import httpx
 import pytest
@@ -92,3 +95,49 @@ async def metrics_add_up_across_workers(live: LiveServer, tokens: Tokens) -> Non
     for _ in range(4):
         async with httpx.AsyncClient(base_url=live.base_url, headers=tokens.header()) as http:
             assert line in (await http.get("/metrics")).text
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+                if int(fields[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
+def test_workers_die_with_a_killed_parent_and_the_port_is_free(
+    database_url: URL, tokens: Tokens
+) -> None:
+    """SIGKILL reaches the supervisor only: its workers must not keep the port."""
+    first = LiveServer.on(database_url, tokens, workers=2).start()
+    try:
+        assert first.process is not None
+        workers = [pid for pid in _children(first.process.pid) if _alive(pid)]
+        assert len(workers) >= 2, workers  # the workers (and multiprocessing's tracker)
+        os.kill(first.process.pid, signal.SIGKILL)
+        first.process.wait(10)
+        deadline = time.monotonic() + 25
+        while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in workers), first.log()
+        second = LiveServer.on(database_url, tokens, port=first.port).start(timeout=30)
+        try:
+            answer = httpx.get(f"{second.base_url}/healthz", headers=tokens.header(), timeout=10)
+            assert answer.status_code == 200
+        finally:
+            assert second.terminate() == 0, second.log()
+            second.close()
+    finally:
+        first.close()

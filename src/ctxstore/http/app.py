@@ -44,6 +44,7 @@ from ctxstore.http.problems import (
     problem_type_of,
 )
 from ctxstore.http.settings import HttpSettings
+from ctxstore.http.workers import end_with_parent
 from ctxstore.settings import load_settings
 from ctxstore.storage.postgres import PostgresStorage
 
@@ -92,6 +93,7 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
     )
     app.state.metrics = Metrics()
     app.state.head_revision = head_revision()
+    app.state.retry_after = settings.retry_after
     if store is not None:
         _attach(app, store)
     routes.router.install(app)
