@@ -20,6 +20,7 @@ from sqlalchemy import URL
 
 from ctxstore.storage.postgres import PostgresStorage
 from tests.http.live import REPO, LiveServer, Tokens
+from tests.integration.test_deidentified_analytics import create_login, drop_login, read_roles
 
 pytestmark = pytest.mark.postgres
 
@@ -268,3 +269,46 @@ def test_the_real_server_refuses_an_id_that_is_not_utf8(server: LiveServer, toke
     )
     assert answer.status_code == 400, answer.text
     assert "not UTF-8" in answer.json()["detail"]
+
+
+def test_probes_answer_without_a_token_as_the_least_privileged_role(
+    module_database_url: URL, tokens: Tokens
+) -> None:
+    """A deployment's healthcheck has no token, and the service runs as the app role."""
+    roles = asyncio.run(read_roles(module_database_url))
+    login, password = asyncio.run(create_login(module_database_url, roles.app))
+    try:
+        as_app = module_database_url.set(username=login, password=password)
+        live = LiveServer.on(as_app, tokens).start()
+        try:
+            for path, expected in (
+                ("/healthz", {"status": "ok"}),
+                ("/readyz", {"status": "ready"}),
+            ):
+                answer = httpx.get(f"{live.base_url}{path}", timeout=30)
+                assert answer.status_code == 200, answer.text
+                assert answer.json() == expected
+            admin = httpx.get(f"{live.base_url}/readyz", headers=tokens.header(tokens.admin))
+            assert admin.json()["revision"]
+            metrics = httpx.get(f"{live.base_url}/metrics", timeout=30)
+            assert metrics.status_code == 401  # metrics stay behind the admin scope
+            assert live.terminate() == 0, live.log()
+        finally:
+            live.close()
+    finally:
+        asyncio.run(drop_login(module_database_url, login))
+
+
+def test_readiness_without_a_token_says_only_not_ready(tokens: Tokens) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = URL.create("postgresql", "ctxuser", "Zq6-pw", "127.0.0.1", port, "ctxstore_gone")
+    live = LiveServer.on(url, tokens).start()
+    try:
+        answer = httpx.get(f"{live.base_url}/readyz", timeout=30)
+        assert answer.status_code == 503
+        assert answer.json() == {"status": "not ready"}
+        assert answer.headers["Retry-After"] == "2"
+    finally:
+        live.close()

@@ -150,6 +150,19 @@ async def test_every_route_needs_a_token_with_its_scope(
     async with app_on(module_database_url, tokens) as anonymous:
         anonymous.headers.pop("Authorization")
         for method, path, item in operations:
+            if item["x-required-scope"] == "public":
+                # The probes: anyone, with any valid token or none; a wrong token is 401.
+                assert item["security"] == [{}, {"bearer": []}]
+                for token in (None, tokens.read, tokens.write):
+                    headers = tokens.header(token) if token else {}
+                    answer = await anonymous.request(method, path, headers=headers)
+                    assert answer.status_code == 200, answer.text
+                    assert set(answer.json()) == {"status"}
+                forged = await anonymous.request(
+                    method, path, headers={"Authorization": "Bearer ctx_not-a-token"}
+                )
+                problem(forged, 401, "unauthorized")
+                continue
             assert item["security"] == [{"bearer": []}]
             bare = await anonymous.request(method, path)
             problem(bare, 401, "unauthorized")

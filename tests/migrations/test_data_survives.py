@@ -729,3 +729,28 @@ def test_go_times_keep_their_nanoseconds_from_0021_and_rows_before_read_unchange
         ("go", go[0].timestamp),  # the instant to the microsecond
     ]
     migrations.upgrade(url, "head")
+
+
+def test_0022_lets_the_app_role_read_the_revision_and_takes_it_back(
+    empty_database_url: URL,
+) -> None:
+    """Readiness runs as the app role: 0022 grants it SELECT on alembic_version only."""
+    url = empty_database_url
+    migrations.upgrade(url, "head")
+    asyncio.run(_seed_one(url))
+    can_read = (
+        "SELECT has_table_privilege(role_name, 'alembic_version', 'SELECT'), "
+        "has_table_privilege(role_name, 'alembic_version', 'UPDATE') "
+        "FROM ctxstore_roles WHERE kind = 'app'"
+    )
+    assert asyncio.run(rows(url, can_read)) == [(True, False)]
+    migrations.downgrade(url, "0021")
+    assert asyncio.run(rows(url, can_read)) == [(False, False)]
+    assert asyncio.run(rows(url, "SELECT message_count FROM sessions")) == [(1,)]
+    migrations.upgrade(url, "head")
+    assert asyncio.run(rows(url, can_read)) == [(True, False)]
+
+
+async def _seed_one(url: URL) -> None:
+    async with PostgresStorage.from_url(url) as storage:
+        await storage.save("seeded", [Message(role="user", content="before 0022")])

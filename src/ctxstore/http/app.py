@@ -113,6 +113,7 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
 def app_from_environment() -> FastAPI:
     """Each worker's entry: its settings read once, here."""
     configure_logging()  # in each worker process: logging is not inherited
+    end_with_parent()
     settings = load_settings()
     telemetry.from_settings(settings)
     return create_app(HttpSettings.from_settings(settings))

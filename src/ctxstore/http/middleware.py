@@ -30,6 +30,9 @@ from ctxstore.http.problems import (
 from ctxstore.redaction import redact
 
 PRINCIPAL_KEY = "ctxstore.principal"
+#: The scope of the routes that need no token: the probes a deployment calls.
+PUBLIC = "public"
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
 #: Answered before routing (401, 413 by Content-Length): no route template to label with.
 UNROUTED = "-"
 CHALLENGE = 'Bearer realm="ctxstore"'
@@ -73,14 +76,14 @@ class ServiceMiddleware:
         principal = "-"
         try:
             name, length = self._read_headers(scope)
-            if name is None:
+            if name is None and not self._public(scope):
                 await _answer(scope, receive, state, _unauthorized())
             elif length is not None and length > self.max_body_bytes:
                 await _answer(scope, receive, state, self._too_large())
             elif not _exact_path(scope):
                 await _answer(scope, receive, state, _not_utf8())
             else:
-                principal = name
+                principal = name or "-"
                 await self.app(scope, self._limited(receive), state.send)
         except ClientDisconnect:
             # The client went away while its body was read: nobody to answer, no bug.
@@ -130,6 +133,13 @@ class ServiceMiddleware:
                     name = found.name
         declared = int(length) if length is not None and length.isdigit() else None
         return name, declared
+
+    @staticmethod
+    def _public(scope: Scope) -> bool:
+        """A probe asked without a token (a wrong token is still 401)."""
+        return scope["path"] in PUBLIC_PATHS and not any(
+            key == b"authorization" for key, _ in scope["headers"]
+        )
 
     def _too_large(self) -> Any:
         return problem_response(

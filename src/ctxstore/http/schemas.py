@@ -144,5 +144,11 @@ class Health(BaseModel):
 
 class Ready(BaseModel):
     status: Literal["ready"]
-    #: The schema revision the database is at (this server's head).
-    revision: str
+    #: The schema revision the database is at (this server's head): to an admin token.
+    revision: str | None = None
+
+
+class NotReady(BaseModel):
+    """To a caller without an admin token: the status alone (the reason is logged)."""
+
+    status: Literal["not ready"]

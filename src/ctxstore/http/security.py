@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ctxstore.http.auth import SCOPES, Principal
-from ctxstore.http.middleware import CHALLENGE, PRINCIPAL_KEY
+from ctxstore.http.middleware import CHALLENGE, PRINCIPAL_KEY, PUBLIC
 from ctxstore.http.problems import FORBIDDEN, UNAUTHORIZED, Problem
 
 SCOPE_KEY = "x-required-scope"
@@ -38,12 +38,19 @@ def guarded(scope: str) -> dict[str, Any]:
     return {SCOPE_KEY: scope, "security": [{"bearer": []}]}
 
 
+def public() -> dict[str, Any]:
+    """A route anyone may call (the probes): a token is optional; it may show more."""
+    return {SCOPE_KEY: PUBLIC, "security": [{}, {"bearer": []}]}
+
+
 class ScopedRoute(APIRoute):
     """A route that answers 401 or 403 unless the request's token has its scope."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         scope = (self.openapi_extra or {}).get(SCOPE_KEY)
+        if scope == PUBLIC:
+            return handler
         if scope not in SCOPES:
             raise ValueError(f"route {self.path} names no scope (openapi_extra={SCOPE_KEY!r})")
 
