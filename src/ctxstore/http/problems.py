@@ -121,6 +121,9 @@ INTERNAL = ProblemType("internal-error", "Internal error", 500, _INTERNAL)
 TARGET_TOO_LONG = ProblemType("target-too-long", "Request target too long", 414)
 HEAD_TOO_LARGE = ProblemType("head-too-large", "Request header fields too large", 431)
 TIMED_OUT = ProblemType("request-timeout", "Request timeout", 408)
+# An append's Idempotency-Key (ctxstore.http.idempotency).
+KEY_REUSED = ProblemType("idempotency-key-reused", "Idempotency key reused", 422)
+KEY_BUSY = ProblemType("idempotency-key-busy", "Idempotency key in use", 409)
 
 HTTP_TYPES = (
     MALFORMED,
@@ -133,6 +136,8 @@ HTTP_TYPES = (
     TARGET_TOO_LONG,
     HEAD_TOO_LARGE,
     TIMED_OUT,
+    KEY_REUSED,
+    KEY_BUSY,
 )
 
 

@@ -17,9 +17,11 @@ from starlette.responses import Response
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.context.compression import TokenBudget
 from ctxstore.errors import SessionNotFoundError
+from ctxstore.http import idempotency
 from ctxstore.http.bodies import parse, request_body
 from ctxstore.http.conditions import ETAG_PATTERN, not_modified, write_expectation
 from ctxstore.http.docs import BODY, problems, read_responses, write_responses
+from ctxstore.http.middleware import PRINCIPAL_KEY
 from ctxstore.http.problems import MALFORMED, NOT_FOUND, Problem, etag
 from ctxstore.http.registry import Routes
 from ctxstore.http.schemas import (
@@ -61,6 +63,17 @@ IfNoneMatchRead = Annotated[
         alias="If-None-Match",
         max_length=1024,
         description='304 when one of these tags is the current version: "7", "6" or *',
+    ),
+]
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=idempotency.MAX_KEY_LENGTH,
+        description="A key of the client's (a UUID, say): a retry with the same key and "
+        "body stores nothing more (200, Idempotency-Replayed: true); another body, 422",
     ),
 ]
 
@@ -194,16 +207,34 @@ async def append_messages(
     session_id: SessionId,
     if_match: IfMatch = None,
     if_none_match: IfNoneMatchWrite = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response:
     expected = write_expectation(if_match, if_none_match)
     body = await parse(request, WriteMessages)
-    version = await _store(request).append(
-        session_id,
-        [message.model_dump() for message in body.messages],
-        expected_version=expected,
-        user_id=body.user_id,
+    messages = [message.model_dump() for message in body.messages]
+    store = _store(request)
+    if idempotency_key is None:
+        version = await store.append(
+            session_id, messages, expected_version=expected, user_id=body.user_id
+        )
+        return _written(version, version == 1)
+    if expected is not None:
+        raise Problem(MALFORMED, "Idempotency-Key is for unconditional appends: drop If-Match")
+    ids = idempotency.write_ids(
+        request.scope[PRINCIPAL_KEY].name, session_id, idempotency_key, await request.body()
     )
-    return _written(version, version == 1)
+
+    async def append(current: int) -> int:
+        return await store.append(
+            session_id, messages, expected_version=current, user_id=body.user_id
+        )
+
+    version, wrote = await idempotency.append_once(store, session_id, ids, append)
+    if wrote:
+        return _written(version, version == 1)
+    replayed = _json({"version": version}, version)
+    replayed.headers[idempotency.REPLAYED] = "true"
+    return replayed
 
 
 @router.delete(
