@@ -201,3 +201,24 @@ def test_connections_past_the_cap_are_closed_at_once(server: LiveServer) -> None
     finally:
         for conn in held:
             conn.close()
+
+
+@pytest.mark.parametrize("hosts", [b"", b"Host: a\r\nHost: b\r\n"], ids=["none", "two"])
+def test_a_request_without_exactly_one_host_is_400(
+    server: LiveServer, tokens: Tokens, hosts: bytes
+) -> None:
+    """RFC 9112 section 3.2: any other count of Host fields is answered 400."""
+    with _connect(server) as conn:
+        conn.sendall(b"GET /v1/sessions/x/messages HTTP/1.1\r\n" + hosts + _auth(tokens) + b"\r\n")
+        answer = conn.recv(65536)
+    assert _status(answer) == 400
+    assert b"exactly one Host" in answer
+
+
+def test_head_is_the_get_without_its_body(server: LiveServer) -> None:
+    with _connect(server) as conn:
+        conn.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = _read_all(conn)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert _status(answer) == 200 and body == b""
+    assert b"content-length: 15" in head.lower()

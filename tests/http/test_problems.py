@@ -132,8 +132,8 @@ async def test_unknown_routes_and_methods(client: httpx.AsyncClient, sid: str) -
     problem(await client.get("/v2/anything"), 404, "not-found")
     wrong = await client.patch(f"/v1/sessions/{sid}/messages")
     problem(wrong, 405, "method-not-allowed")
-    assert wrong.headers["Allow"] == "DELETE, GET, POST, PUT"
-    assert (await client.patch(f"/v1/users/{sid}/profile")).headers["Allow"] == "GET, PUT"
+    assert wrong.headers["Allow"] == "DELETE, GET, HEAD, POST, PUT"
+    assert (await client.patch(f"/v1/users/{sid}/profile")).headers["Allow"] == "GET, HEAD, PUT"
 
 
 async def test_every_route_needs_a_token_with_its_scope(
@@ -171,6 +171,9 @@ async def test_every_route_needs_a_token_with_its_scope(
                 method, path, headers={"Authorization": "Bearer ctx_not-a-token"}
             )
             problem(forged, 401, "unauthorized")
+            assert forged.headers["WWW-Authenticate"] == (
+                'Bearer realm="ctxstore", error="invalid_token"'
+            )
             scope = item["x-required-scope"]
             for other, token in scope_token.items():
                 if other == scope:
@@ -263,3 +266,17 @@ async def test_an_id_that_is_not_utf8_is_refused_never_replaced(
     assert [m["content"] for m in read.json()["messages"]] == ["x"]
     chinese = await client.get("/v1/sessions/%E4%BD%A0%E5%A5%BD/messages")  # 你好: exact UTF-8
     assert chinese.status_code == 404
+
+
+async def test_head_answers_every_get_route_without_a_body(
+    client: httpx.AsyncClient, sid: str
+) -> None:
+    path = f"/v1/sessions/{sid}/messages"
+    await client.post(path, json={"messages": TURN})
+    got = await client.get(path)
+    head = await client.head(path)
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["ETag"] == got.headers["ETag"]
+    assert head.headers["Content-Length"] == got.headers["Content-Length"]
+    assert (await client.head(f"/v1/sessions/{sid}-none/messages")).status_code == 404
+    assert (await client.head("/healthz")).status_code == 200

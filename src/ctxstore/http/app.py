@@ -201,7 +201,10 @@ def allowed_methods(app: FastAPI, path: str) -> str:
         table = []
         for template, item in app.openapi()["paths"].items():
             source = re.sub(r"\\{[^}]*\\}", r"[\\s\\S]*", re.escape(template))
-            table.append((re.compile(source), ", ".join(sorted(m.upper() for m in item))))
+            methods = {m.upper() for m in item}
+            if "GET" in methods:
+                methods.add("HEAD")  # answered by the middleware for every GET
+            table.append((re.compile(source), ", ".join(sorted(methods))))
         app.state.allow_table = table
     for compiled, methods in table:
         if compiled.fullmatch(path):

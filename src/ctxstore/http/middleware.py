@@ -75,16 +75,23 @@ class ServiceMiddleware:
         state = _Exchange(send)
         principal = "-"
         try:
-            name, length = self._read_headers(scope)
-            if name is None and not self._public(scope):
-                await _answer(scope, receive, state, _unauthorized())
+            name, length, hosts, presented = self._read_headers(scope)
+            if hosts != 1 and scope.get("http_version") == "1.1":
+                await _answer(scope, receive, state, _not_one_host(hosts))
+            elif name is None and not (self._public(scope) and not presented):
+                await _answer(scope, receive, state, _unauthorized(presented))
             elif length is not None and length > self.max_body_bytes:
                 await _answer(scope, receive, state, self._too_large())
             elif not _exact_path(scope):
                 await _answer(scope, receive, state, _not_utf8())
             else:
                 principal = name or "-"
-                await self.app(scope, self._limited(receive), state.send)
+                if scope["method"] == "HEAD":
+                    # Every GET route answers HEAD: the GET, its body left unsent.
+                    scope = {**scope, "method": "GET"}
+                    await self.app(scope, self._limited(receive), state.send_head)
+                else:
+                    await self.app(scope, self._limited(receive), state.send)
         except ClientDisconnect:
             # The client went away while its body was read: nobody to answer, no bug.
             state.status = CLIENT_CLOSED
@@ -114,15 +121,19 @@ class ServiceMiddleware:
                     principal,
                 )
 
-    def _read_headers(self, scope: Scope) -> tuple[str | None, int | None]:
+    def _read_headers(self, scope: Scope) -> tuple[str | None, int | None, int, bool]:
         """The token's name (None: no valid token; else its Principal is put in the
-        scope) and the declared body length."""
+        scope), the declared body length, how many Host fields came, and whether an
+        Authorization field did."""
         authorization = length = None
+        hosts = 0
         for key, value in scope["headers"]:
             if key == b"authorization":
                 authorization = value
             elif key == b"content-length":
                 length = value
+            elif key == b"host":
+                hosts += 1
         name = None
         if authorization is not None:
             scheme, _, token = authorization.decode("latin-1").partition(" ")
@@ -132,14 +143,12 @@ class ServiceMiddleware:
                     scope[PRINCIPAL_KEY] = found
                     name = found.name
         declared = int(length) if length is not None and length.isdigit() else None
-        return name, declared
+        return name, declared, hosts, authorization is not None
 
     @staticmethod
     def _public(scope: Scope) -> bool:
-        """A probe asked without a token (a wrong token is still 401)."""
-        return scope["path"] in PUBLIC_PATHS and not any(
-            key == b"authorization" for key, _ in scope["headers"]
-        )
+        """A probe (asked without a token: a wrong token is still 401)."""
+        return scope["path"] in PUBLIC_PATHS
 
     def _too_large(self) -> Any:
         return problem_response(
@@ -170,6 +179,7 @@ class _Exchange:
         self._send = send
         self.status = 500
         self.started = False
+        self._body_sent = False
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -177,16 +187,33 @@ class _Exchange:
             self.started = True
         await self._send(message)
 
+    async def send_head(self, message: Message) -> None:
+        """The response to a GET, as HEAD's: status and headers, no body."""
+        if message["type"] == "http.response.body":
+            message = {"type": "http.response.body", "body": b"", "more_body": False}
+            if self._body_sent:
+                return
+            self._body_sent = True
+        await self.send(message)
+
 
 async def _answer(scope: Scope, receive: Receive, state: _Exchange, response: Any) -> None:
     await response(scope, receive, state.send)
 
 
-def _unauthorized() -> Any:
+def _unauthorized(presented: bool) -> Any:
+    # RFC 6750 section 3.1: a request that sent a token this server doesn't know says so.
+    challenge = f'{CHALLENGE}, error="invalid_token"' if presented else CHALLENGE
     return problem_response(
         UNAUTHORIZED,
         "send Authorization: Bearer <token> with a token this server knows",
-        {"WWW-Authenticate": CHALLENGE},
+        {"WWW-Authenticate": challenge},
+    )
+
+
+def _not_one_host(count: int) -> Any:
+    return problem_response(
+        MALFORMED, f"an HTTP/1.1 request has exactly one Host header field, not {count}"
     )
 
 
