@@ -96,14 +96,27 @@ async def test_racing_retries_with_one_key_store_the_turn_once(
     assert len(contents) == 2 + 4 * 2
 
 
-async def test_a_key_on_a_conditional_or_blank_request_is_refused(
+async def test_a_conditional_append_retried_with_its_key_is_not_a_conflict(
+    client: httpx.AsyncClient, store: PostgresStorage, sid: str
+) -> None:
+    """If-Match "1" applied, its answer lost: the retry finds the key, not a 412."""
+    path = f"/v1/sessions/{sid}/messages"
+    assert (await client.post(path, json={"messages": turn(1)})).status_code == 201
+    key = {**_key(), "If-Match": '"1"'}
+    assert (await client.post(path, json={"messages": turn(2)}, headers=key)).status_code == 200
+    retry = await client.post(path, json={"messages": turn(2)}, headers=key)
+    assert retry.status_code == 200 and retry.headers["Idempotency-Replayed"] == "true"
+    stale = await client.post(
+        path, json={"messages": turn(3)}, headers={**_key(), "If-Match": '"1"'}
+    )
+    assert stale.status_code == 412 and stale.json()["current_version"] == 2
+    assert len(await store.load(sid)) == 4
+
+
+async def test_a_blank_key_is_refused(
     client: httpx.AsyncClient, store: PostgresStorage, sid: str
 ) -> None:
     path = f"/v1/sessions/{sid}/messages"
-    conditional = await client.post(
-        path, json={"messages": turn(1)}, headers={**_key(), "If-None-Match": "*"}
-    )
-    assert conditional.status_code == 400
     blank = await client.post(path, json={"messages": turn(1)}, headers={"Idempotency-Key": " "})
     assert blank.status_code == 400
     assert await store.version(sid) == 0

@@ -201,10 +201,10 @@ def allowed_methods(app: FastAPI, path: str) -> str:
         table = []
         for template, item in app.openapi()["paths"].items():
             source = re.sub(r"\\{[^}]*\\}", r"[\\s\\S]*", re.escape(template))
-            methods = {m.upper() for m in item}
-            if "GET" in methods:
-                methods.add("HEAD")  # answered by the middleware for every GET
-            table.append((re.compile(source), ", ".join(sorted(methods))))
+            listed = {m.upper() for m in item}
+            if "GET" in listed:
+                listed.add("HEAD")  # answered by the middleware for every GET
+            table.append((re.compile(source), ", ".join(sorted(listed))))
         app.state.allow_table = table
     for compiled, methods in table:
         if compiled.fullmatch(path):

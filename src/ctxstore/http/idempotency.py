@@ -14,6 +14,9 @@ the key with the request's bytes, and the retry finds them.
   still the one it read: whichever commits second finds the version moved, asks again
   and sees the first's ids.
 
+With ``If-Match`` the append happens only at that version, as without a key; a 412 is
+answered only when the key's own earlier request did not move the version.
+
 Keys are scoped to the token's name and the session, and remembered as long as write ids
 are (``ctxstore purge-expired`` forgets them after WRITE_IDS_KEPT).
 """
@@ -58,10 +61,14 @@ async def append_once(
     session_id: str,
     ids: tuple[str, str],
     append: Callable[[int], Awaitable[int]],
+    expected: int | None = None,
 ) -> tuple[int, bool]:
-    """``append(expected_version)`` unless the key's write was applied; the version and
-    whether this request wrote it."""
+    """``append(version)`` unless the key's write was applied; the version and whether
+    this request wrote it.  Unconditional (``expected`` None): at the version just read,
+    tried again while other writes come between.  Conditional: at ``expected``, and its
+    conflict stands unless the key's own earlier request is what moved the version."""
     request_id = ids[1]
+    conflict: ConflictError | None = None
     for _ in range(_ATTEMPTS):
         version = await store.version(session_id)  # before asking: see the module doc
         applied = await store.applied_writes(session_id, ids)
@@ -75,9 +82,11 @@ async def append_once(
                     "session: use a new key for a new request",
                 )
             return version, False
+        if conflict is not None and expected is not None:
+            raise conflict
         try:
             with carrying(ids):
-                return await append(version), True
-        except ConflictError:
-            continue  # another write came between: was it this key's?
+                return await append(version if expected is None else expected), True
+        except ConflictError as error:
+            conflict = error  # another write came between: was it this key's?
     raise Problem(KEY_BUSY, "the session kept changing while this key's write was tried: retry it")

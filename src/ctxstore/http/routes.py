@@ -218,8 +218,6 @@ async def append_messages(
             session_id, messages, expected_version=expected, user_id=body.user_id
         )
         return _written(version, version == 1)
-    if expected is not None:
-        raise Problem(MALFORMED, "Idempotency-Key is for unconditional appends: drop If-Match")
     ids = idempotency.write_ids(
         request.scope[PRINCIPAL_KEY].name, session_id, idempotency_key, await request.body()
     )
@@ -229,7 +227,7 @@ async def append_messages(
             session_id, messages, expected_version=current, user_id=body.user_id
         )
 
-    version, wrote = await idempotency.append_once(store, session_id, ids, append)
+    version, wrote = await idempotency.append_once(store, session_id, ids, append, expected)
     if wrote:
         return _written(version, version == 1)
     replayed = _json({"version": version}, version)
