@@ -24,7 +24,7 @@ from pydantic import (
 
 from ctxstore.errors import InvalidInputError, InvalidMessageError
 from ctxstore.textcheck import json_problem, text_problem
-from ctxstore.timestamps import nanoseconds_of, parse_timestamp
+from ctxstore.timestamps import go_timestamp, nanoseconds_of, parse_timestamp
 
 DocumentT = TypeVar("DocumentT")
 
@@ -121,9 +121,15 @@ class Message(BaseModel):
         return parse_timestamp(value) if isinstance(value, str) else value
 
     @field_serializer("timestamp", when_used="json")
-    def _timestamp_to_the_nanosecond(self, value: datetime | None) -> datetime | str | None:
-        # pydantic writes a datetime to the microsecond: a NanoDatetime in full
-        return value.isoformat() if nanoseconds_of(value) and value is not None else value
+    def _timestamp_as_go_writes_it(self, value: datetime | None) -> str | None:
+        # RFC 3339 as Go's MarshalJSON writes it (Z for UTC, the fraction to the
+        # nanosecond without trailing zeros): what a Go client wrote, it reads back
+        if value is None:
+            return None
+        try:
+            return go_timestamp(value)
+        except InvalidMessageError:  # an offset with seconds, which RFC 3339 can't write
+            return value.isoformat()
 
     @field_validator("content", "turn_id", "name")
     @classmethod

@@ -20,7 +20,7 @@ def test_message_has_the_contract_fields() -> None:
         "role": "user",
         "content": "我膝盖有下坠感",
         "turn_id": "turn_0197",
-        "timestamp": "2026-11-29T08:15:02.123000+08:00",
+        "timestamp": "2026-11-29T08:15:02.123+08:00",  # as Go writes it
         "name": None,
         "metadata": {},
     }
