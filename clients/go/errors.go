@@ -1,0 +1,138 @@
+package ctxstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ProblemType is one RFC 9457 problem type of the service, usable with errors.Is:
+//
+//	if errors.Is(err, ctxstore.ErrConflict) { ... }
+type ProblemType struct {
+	Slug string
+}
+
+func (t *ProblemType) Error() string { return "ctxstore: " + t.Slug }
+
+// The problem types the service answers with (docs/http.md, section 4).
+var (
+	ErrInvalidInput       = &ProblemType{"invalid-input"}
+	ErrInvalidSessionID   = &ProblemType{"invalid-session-id"}
+	ErrInvalidMessage     = &ProblemType{"invalid-message"}
+	ErrContractBudget     = &ProblemType{"contract-budget"}
+	ErrContractVersion    = &ProblemType{"contract-version"}
+	ErrInputTooLarge      = &ProblemType{"input-too-large"}
+	ErrMessageTooLarge    = &ProblemType{"message-too-large"}
+	ErrTooManyMessages    = &ProblemType{"too-many-messages"}
+	ErrSessionNotFound    = &ProblemType{"session-not-found"}
+	ErrConflict           = &ProblemType{"conflict"}
+	ErrSessionOwner       = &ProblemType{"session-owner"}
+	ErrDataKeyDestroyed   = &ProblemType{"data-key-destroyed"}
+	ErrStorageUnavailable = &ProblemType{"storage-unavailable"}
+	ErrStorageTimeout     = &ProblemType{"storage-timeout"}
+	ErrSchemaMissing      = &ProblemType{"schema-missing"}
+	ErrMigration          = &ProblemType{"migration-error"}
+	ErrDatabaseNotFound   = &ProblemType{"database-not-found"}
+	ErrStorage            = &ProblemType{"storage-error"}
+	ErrData               = &ProblemType{"data-error"}
+	ErrCorruptData        = &ProblemType{"corrupt-data"}
+	ErrUnsupportedFormat  = &ProblemType{"unsupported-format"}
+	ErrConfiguration      = &ProblemType{"configuration-error"}
+	ErrEncryptionKey      = &ProblemType{"encryption-key"}
+	ErrTokenizer          = &ProblemType{"tokenizer-unavailable"}
+	ErrInternal           = &ProblemType{"internal-error"}
+	ErrMalformed          = &ProblemType{"malformed-request"}
+	ErrUnauthorized       = &ProblemType{"unauthorized"}
+	ErrForbidden          = &ProblemType{"forbidden"}
+	ErrNotFound           = &ProblemType{"not-found"}
+	ErrMethodNotAllowed   = &ProblemType{"method-not-allowed"}
+	ErrBodyTooLarge       = &ProblemType{"body-too-large"}
+	ErrUnsupportedMedia   = &ProblemType{"unsupported-media-type"}
+	ErrTargetTooLong      = &ProblemType{"target-too-long"}
+	ErrHeadTooLarge       = &ProblemType{"head-too-large"}
+	ErrRequestTimeout     = &ProblemType{"request-timeout"}
+	ErrIdempotencyReused  = &ProblemType{"idempotency-key-reused"}
+	ErrIdempotencyBusy    = &ProblemType{"idempotency-key-busy"}
+)
+
+const typeBase = "https://ctxstore.dev/problems/"
+
+// Problem is an error answer of the service (RFC 9457).
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// CurrentVersion is the stored version a conflict found (nil: none given).
+	CurrentVersion *int64 `json:"current_version,omitempty"`
+	// Errors lists the fields that broke the schema (invalid-input).
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+// FieldError is one field of a request that broke the schema.
+type FieldError struct {
+	Location string `json:"location"`
+	Message  string `json:"message"`
+}
+
+// Slug is the problem type's last segment ("conflict", "session-not-found", ...).
+func (p *Problem) Slug() string { return strings.TrimPrefix(p.Type, typeBase) }
+
+func (p *Problem) Error() string {
+	return fmt.Sprintf("ctxstore: %d %s: %s", p.Status, p.Slug(), p.Detail)
+}
+
+// Is matches the problem's type: errors.Is(err, ctxstore.ErrConflict). A 404 of a session
+// that does not exist also matches ErrNotFound.
+func (p *Problem) Is(target error) bool {
+	kind, ok := target.(*ProblemType)
+	if !ok {
+		return false
+	}
+	slug := p.Slug()
+	return kind.Slug == slug || (kind == ErrNotFound && slug == ErrSessionNotFound.Slug)
+}
+
+// TransportError is a request that got no answer (refused, reset, timed out); retried
+// before it is returned.
+type TransportError struct{ Err error }
+
+func (e *TransportError) Error() string { return "ctxstore: no answer: " + e.Err.Error() }
+func (e *TransportError) Unwrap() error { return e.Err }
+
+func problemOf(got *reply) error {
+	problem := &Problem{Status: got.status}
+	if err := json.Unmarshal(got.body, problem); err != nil || problem.Type == "" {
+		// Not the service's problem (a proxy's page, say): its status and a little text.
+		text := strings.TrimSpace(string(got.body))
+		if len(text) > 200 {
+			text = text[:200]
+		}
+		return &Problem{Type: typeBase + slugOfStatus(got.status), Status: got.status, Detail: text}
+	}
+	problem.Status = got.status
+	return problem
+}
+
+func slugOfStatus(status int) string {
+	switch {
+	case status == 401:
+		return ErrUnauthorized.Slug
+	case status == 403:
+		return ErrForbidden.Slug
+	case status == 404:
+		return ErrNotFound.Slug
+	case status == 408:
+		return ErrRequestTimeout.Slug
+	case status == 409 || status == 412:
+		return ErrConflict.Slug
+	case status == 413:
+		return ErrBodyTooLarge.Slug
+	case status == 500:
+		return ErrInternal.Slug
+	case status > 500:
+		return ErrStorageUnavailable.Slug
+	}
+	return ErrMalformed.Slug
+}

@@ -1,0 +1,3 @@
+module ctxstore.dev/client
+
+go 1.19
