@@ -154,3 +154,29 @@ def test_db_upgrade_runs_over_the_migration_url_while_the_service_url_pools(
             assert await storage.load("after") == [Message(role="user", content="hello")]
 
     asyncio.run(through_the_pooler())
+
+
+async def test_an_unmarked_url_through_a_lenient_pooler_names_the_pooling_option(
+    database_url: URL, lenient_pgbouncer: PgBouncer
+) -> None:
+    """The pooler lets the session settings through, so the URL connects; the first
+    statement that meets another client's server session (a named prepared statement
+    missing or already there) is a ConfigurationError naming ?pooling=transaction."""
+    unmarked = lenient_pgbouncer.url(database_url, marked=False)
+    failures: list[BaseException] = []
+    async with PostgresStorage.from_url(unmarked) as storage:
+
+        async def worker(number: int) -> None:
+            for turn in range(20):
+                try:
+                    await storage.append(f"w{number}", [Message(role="user", content=str(turn))])
+                    await storage.load(f"w{number}")
+                except Exception as error:  # each is checked below
+                    failures.append(error)
+                    return
+
+        await asyncio.gather(*(worker(number) for number in range(8)))
+    assert failures, "no statement met another session's prepared statements"
+    for failure in failures:
+        assert isinstance(failure, ConfigurationError), repr(failure)
+        assert "?pooling=transaction" in str(failure)

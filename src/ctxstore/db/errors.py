@@ -66,6 +66,20 @@ _SCHEMA_CODES = {"42P01", "42703", "42883"}  # undefined_table, _column, _functi
 _MISSING_DATABASE = "3D000"  # invalid_catalog_name
 _FOREIGN_KEY_VIOLATION = "23503"
 _PROTOCOL_VIOLATION = "08P01"  # PgBouncer: "unsupported startup parameter: ..."
+_NO_PRIVILEGE = "42501"  # insufficient_privilege: "permission denied for table sessions"
+# A named prepared statement another pooled session holds, or lacks: the URL points at a
+# transaction pooler and doesn't say so.
+_PREPARED_STATEMENT_CODES = frozenset({"26000", "42P05"})
+#: The privilege each kind of object needs, as PostgreSQL's "permission denied for <kind>".
+_PRIVILEGE_OF_KIND = {
+    "function": "EXECUTE",
+    "procedure": "EXECUTE",
+    "schema": "USAGE",
+    "sequence": "USAGE",
+    "table": "SELECT, INSERT, UPDATE or DELETE (as the statement needs)",
+    "view": "SELECT",
+    "database": "CONNECT",
+}
 # fk_<table>_key_id_data_keys (revision 0010): a sealed row whose data key is gone.
 _SEALED_KEY_FK = "_key_id_data_keys"
 _LOGIN_CLASS = "28"
@@ -192,9 +206,30 @@ def _missing_database(error: BaseException, action: str, code: str) -> DatabaseN
     )
 
 
-def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
+def _not_granted(error: BaseException, action: str, role: str | None) -> ConfigurationError:
+    """A permission error naming the role, the object and the privilege to grant."""
+    said = (_server_message(error) or "permission denied").split("\n", 1)[0]
+    found = re.search(r"permission denied for (\w+) (\S+)", said)
+    kind, name = (found.group(1), found.group(2)) if found else ("object", "(unnamed)")
+    privilege = _PRIVILEGE_OF_KIND.get(kind, "the privilege the statement needs")
+    who = f"role {role!r}" if role else "the URL's role"
+    return ConfigurationError(
+        f"{action} failed: {said} (SQLSTATE {_NO_PRIVILEGE}): {who} lacks {privilege} on "
+        f"{kind} {name}. Run the service as a member of ctxstore's app role, which has "
+        "every privilege it needs: `ctxstore db roles` prints the role to grant "
+        f"(GRANT <app role> TO {role or '<login>'})",
+        sqlstate=_NO_PRIVILEGE,
+        role=role,
+        object=f"{kind} {name}",
+        privilege=privilege,
+    )
+
+
+def translate_db_error(
+    error: BaseException, action: str, *, role: str | None = None
+) -> CtxStoreError:
     """Map a driver (or SQLAlchemy-wrapped driver) or network error to the ctxstore
-    hierarchy."""
+    hierarchy (``role``: the URL's user, named by a permission error)."""
     if isinstance(error, CtxStoreError):
         return error
     code = _sqlstate(error)
@@ -216,6 +251,17 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
             f"{action} failed: the server refused a startup setting ({refused}): the URL "
             "points at a connection pooler such as PgBouncer; add ?pooling=transaction "
             "to the URL when it pools transactions (docs/production.md)",
+            sqlstate=code,
+        )
+    if code == _NO_PRIVILEGE:
+        return _not_granted(error, action, role)
+    if code in _PREPARED_STATEMENT_CODES and "prepared statement" in (
+        said := _server_message(error) or ""
+    ):
+        return ConfigurationError(
+            f"{action} failed: {said} (SQLSTATE {code}): the URL points at a connection "
+            "pooler in transaction mode, which hands each transaction another server "
+            "session; add ?pooling=transaction to the URL (docs/production.md)",
             sqlstate=code,
         )
     if code == _FOREIGN_KEY_VIOLATION and _sealed_key_gone(error):
@@ -273,7 +319,9 @@ def translate_db_error(error: BaseException, action: str) -> CtxStoreError:
 
 
 @contextmanager
-def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[None]:
+def translated(
+    action: str, *, conflict_on_duplicate: bool = False, role: str | None = None
+) -> Iterator[None]:
     """Re-raise anything but a ctxstore error as one, keeping the original as the cause.
 
     ``conflict_on_duplicate``: for writes whose version is a key, a unique violation means
@@ -301,4 +349,4 @@ def translated(action: str, *, conflict_on_duplicate: bool = False) -> Iterator[
             raise ConflictError(f"{action}: a concurrent writer stored that version") from error
         if conflict_on_duplicate and code == "23503" and not _sealed_key_gone(error):
             raise SessionNotFoundError(f"{action}: the session was deleted") from error
-        raise translate_db_error(error, action) from error
+        raise translate_db_error(error, action, role=role) from error

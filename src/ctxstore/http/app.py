@@ -152,12 +152,13 @@ def _install_handlers(app: FastAPI, retry_after: int) -> None:
             metrics.storage_errors.labels(kind).inc()
             # The class and SQLSTATE only: the message may quote the driver or an address.
             log.warning(
-                "%s %s failed: %s (%s, sqlstate %s)",
+                "%s %s failed: %s (%s, sqlstate %s)%s",
                 request.method,
                 route_of(request.scope),
                 kind,
                 type(error).__name__,
                 error.details.get("sqlstate"),
+                _missing_grant(error),
             )
         return response
 
@@ -210,6 +211,18 @@ def allowed_methods(app: FastAPI, path: str) -> str:
         if compiled.fullmatch(path):
             return methods
     return ""
+
+
+def _missing_grant(error: CtxStoreError) -> str:
+    """What a permission error says to grant (names of roles and objects, no data)."""
+    details = error.details
+    if "privilege" not in details:
+        return ""
+    role = details.get("role") or "the URL's role"
+    return (
+        f": role {role} lacks {details['privilege']} on {details['object']} "
+        "(`ctxstore db roles` prints the role to grant)"
+    )
 
 
 def _field_error(item: dict[str, Any]) -> dict[str, str]:

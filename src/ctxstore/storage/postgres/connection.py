@@ -127,7 +127,9 @@ class Connections:
         self, action: str, *, conflict_on_duplicate: bool = False
     ) -> AsyncIterator[None]:
         """Every call ends within ``operation_timeout`` and raises only ctxstore errors."""
-        with translated(action, conflict_on_duplicate=conflict_on_duplicate):
+        with translated(
+            action, conflict_on_duplicate=conflict_on_duplicate, role=self.url.username
+        ):
             async with asyncio.timeout(self.operation_timeout):
                 yield
 
