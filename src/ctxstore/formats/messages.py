@@ -8,7 +8,7 @@ through the upgrade mapper (formats/mapper.py: MESSAGES).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
@@ -141,6 +141,22 @@ _SET_DICT = BaseModel.__dict__["__dict__"].__set__
 _SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def trusted_messages(fields: Iterable[dict[str, Any]]) -> list[Message]:
+    """Messages of fields a strict schema has validated already (the HTTP service's
+    bodies): built without validating again, as rows are; the store checks its rules."""
+    result: list[Message] = []
+    new_instance, message_type = object.__new__, Message
+    names = FIELD_NAMES
+    for item in fields:
+        message = new_instance(message_type)
+        _SET_DICT(message, item)
+        _SET_FIELDS_SET(message, names)
+        _SET_EXTRA(message, None)
+        _SET_PRIVATE(message, {"_core_digest": None})
+        result.append(message)
+    return result
 
 
 def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:

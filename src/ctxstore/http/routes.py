@@ -187,7 +187,7 @@ async def put_messages(
     body = await parse(request, WriteMessages)
     version = await _store(request).save(
         session_id,
-        [message.model_dump() for message in body.messages],
+        body.library_messages(),
         expected_version=expected,
         user_id=body.user_id,
     )
@@ -211,7 +211,7 @@ async def append_messages(
 ) -> Response:
     expected = write_expectation(if_match, if_none_match)
     body = await parse(request, WriteMessages)
-    messages = [message.model_dump() for message in body.messages]
+    messages = body.library_messages()
     store = _store(request)
     if idempotency_key is None:
         version = await store.append(

@@ -13,38 +13,40 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
+    PlainValidator,
     StrictFloat,
     StrictInt,
     StrictStr,
-    TypeAdapter,
-    ValidationError,
     WithJsonSchema,
 )
 
 from ctxstore.contract import ContextContract
-from ctxstore.models import Role
+from ctxstore.errors import InvalidMessageError
+from ctxstore.formats.messages import trusted_messages
+from ctxstore.models import Message, Role
+from ctxstore.timestamps import parse_timestamp
 
-_AWARE: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)
 
-
-def _timestamp_text(value: str) -> str:
-    """RFC 3339 with a UTC offset; the text itself goes on to the library, which keeps
-    it exactly, to the nanosecond (or refuses it, e.g. below the nanosecond)."""
+def _exact_timestamp(value: object) -> datetime:
+    """RFC 3339 with a UTC offset, read exactly (to the nanosecond) by the library's own
+    parser: the one parse of a message's time (the library is handed the datetime)."""
+    if not isinstance(value, str):
+        raise ValueError("a timestamp is RFC 3339 text")  # strict: no numbers
     try:
-        _AWARE.validate_python(value)
-    except ValidationError:
-        raise ValueError("not an RFC 3339 timestamp with a UTC offset") from None
-    return value
+        parsed = parse_timestamp(value)
+    except InvalidMessageError as error:
+        raise ValueError(error.message) from None
+    if not isinstance(parsed, datetime) or parsed.utcoffset() is None:
+        raise ValueError("not an RFC 3339 timestamp with a UTC offset")
+    return parsed
 
 
 Timestamp = Annotated[
-    StrictStr,
-    AfterValidator(_timestamp_text),
+    datetime,
+    PlainValidator(_exact_timestamp),
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
 
@@ -72,6 +74,11 @@ class WriteMessages(_Request):
     messages: list[MessageIn]
     #: The user the session belongs to (kept from the first write that gives one).
     user_id: StrictStr | None = None
+
+    def library_messages(self) -> list[Message]:
+        """The library's Messages, without validating them again: this model validated
+        every field strictly, and the store checks its rules (sizes, storable text)."""
+        return trusted_messages(message.__dict__ for message in self.messages)
 
 
 class SummaryIn(_Request):
