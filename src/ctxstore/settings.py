@@ -160,6 +160,11 @@ class Settings(BaseSettings):
     http_access_log: bool = _variable(
         "HTTP_ACCESS_LOG", "0: no log line per request (--no-access-log).", True
     )
+    http_max_messages: int = _variable(
+        "HTTP_MAX_MESSAGES",
+        "Messages in one write request; more is refused with 413 (bounds one request's CPU).",
+        2000,
+    )
     http_max_request_line: int = _variable(
         "HTTP_MAX_REQUEST_LINE",
         "Bytes of a request's target (path and query) before a 414, unread further.",
@@ -260,6 +265,7 @@ class Settings(BaseSettings):
         "http_operation_timeout",
         "http_retry_after",
         "http_session_ttl_seconds",
+        "http_max_messages",
         "http_max_request_line",
         "http_max_headers",
         "http_max_header_bytes",

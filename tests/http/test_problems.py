@@ -280,3 +280,21 @@ async def test_head_answers_every_get_route_without_a_body(
     assert head.headers["Content-Length"] == got.headers["Content-Length"]
     assert (await client.head(f"/v1/sessions/{sid}-none/messages")).status_code == 404
     assert (await client.head("/healthz")).status_code == 200
+
+
+async def test_a_write_of_more_messages_than_a_request_may_carry_is_413(
+    module_database_url: URL, tokens: Tokens, sid: str, store: PostgresStorage
+) -> None:
+    """One request's CPU is bounded: CTXSTORE_HTTP_MAX_MESSAGES, whatever the body size.
+    A body past OFF_LOOP_BYTES is parsed in a thread: the same answers."""
+    padding = "膝" * 30_000  # 90 KB a message: the bodies below are parsed off the loop
+    async with app_on(module_database_url, tokens, max_messages=3) as client:
+        path = f"/v1/sessions/{sid}/messages"
+        three = [{"role": "user", "content": f"{padding}{i}"} for i in range(3)]
+        assert (await client.post(path, json={"messages": three})).status_code == 201
+        four = await client.put(path, json={"messages": [*three, *three[:1]]})
+        body = problem(four, 413, "too-many-messages")
+        assert "4 messages in one request; the limit is 3" in str(body["detail"])
+        broken = await client.post(path, json={"messages": [{"role": "x", "content": padding}]})
+        problem(broken, 422, "invalid-input")
+    assert len(await store.load(sid)) == 3

@@ -46,7 +46,7 @@ def test_src_reads_no_ctxstore_variable_elsewhere() -> None:
 
 def test_every_variable_has_its_documented_name() -> None:
     names = {str(field.validation_alias) for field in Settings.model_fields.values()}
-    assert len(names) == 31 and all(name.startswith("CTXSTORE_") for name in names)
+    assert len(names) == 32 and all(name.startswith("CTXSTORE_") for name in names)
 
 
 def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -94,6 +94,7 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
     app.state.metrics = Metrics()
     app.state.head_revision = head_revision()
     app.state.retry_after = settings.retry_after
+    app.state.max_messages = settings.max_messages
     if store is not None:
         _attach(app, store)
     routes.router.install(app)

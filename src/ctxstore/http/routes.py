@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.context.compression import TokenBudget
-from ctxstore.errors import SessionNotFoundError
+from ctxstore.errors import SessionNotFoundError, TooManyMessagesError
 from ctxstore.http import idempotency
 from ctxstore.http.bodies import parse, request_body
 from ctxstore.http.conditions import ETAG_PATTERN, not_modified, write_expectation
@@ -109,6 +109,18 @@ def _json(body: Any, version: int | None = None, status: int = 200) -> Response:
     )
 
 
+async def _write_messages(request: Request) -> WriteMessages:
+    """A messages body, within the per-request limit (one request's CPU is bounded)."""
+    body = await parse(request, WriteMessages)
+    limit: int = request.app.state.max_messages
+    if len(body.messages) > limit:
+        raise TooManyMessagesError(
+            f"{len(body.messages)} messages in one request; the limit is {limit} "
+            "(send them in several requests, each an append)"
+        )
+    return body
+
+
 def _not_modified(version: int) -> Response:
     return Response(status_code=304, headers={"ETag": etag(version)})
 
@@ -184,7 +196,7 @@ async def put_messages(
     if_none_match: IfNoneMatchWrite = None,
 ) -> Response:
     expected = write_expectation(if_match, if_none_match)
-    body = await parse(request, WriteMessages)
+    body = await _write_messages(request)
     version = await _store(request).save(
         session_id,
         body.library_messages(),
@@ -210,7 +222,7 @@ async def append_messages(
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
     expected = write_expectation(if_match, if_none_match)
-    body = await parse(request, WriteMessages)
+    body = await _write_messages(request)
     messages = body.library_messages()
     store = _store(request)
     if idempotency_key is None:

@@ -44,6 +44,8 @@ class HttpSettings:
     encryption: Encryption | None = None
     #: One line per request (method, route template, status, time, token name).
     access_log: bool = True
+    #: Messages in one write request (413 past it).
+    max_messages: int = 2000
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HttpSettings:
@@ -60,6 +62,7 @@ class HttpSettings:
             if settings.encryption_configured
             else None,
             access_log=settings.http_access_log,
+            max_messages=settings.http_max_messages,
         )
 
     def open_store(self) -> PostgresStorage:
