@@ -2,7 +2,7 @@
 
 ``ctxstore serve`` with one worker.  A writer sends the largest request the service
 allows, again and again: ``CTXSTORE_HTTP_MAX_MESSAGES`` (2,000) messages whose content
-fills the body limit (16 MiB), each an append to a session of its own.  Meanwhile a
+fills the body limit (4 MiB), each an append to a session of its own.  Meanwhile a
 prober calls ``GET /healthz`` on its own connection, one call after another.  Reported:
 the probe's p50, p99 and worst latency alone and while the large requests run, and the
 large request's own time.  The probe needs no database: its latency is the event loop's.

@@ -22,7 +22,9 @@ from ctxstore.errors import ConfigurationError
 
 PREFIX = "CTXSTORE_"
 DEFAULT_ROLE_PREFIX = "ctxstore"
-DEFAULT_MAX_BODY = 16 * 1024 * 1024
+#: A request body the service reads at most: 4 MiB keeps the largest write near 60 ms of
+#: one worker's CPU (benchmarks/bench_http_fairness.py).
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_MIN_GROUP_SIZE = 5
 MIN_GROUP_SIZE_RANGE = (2, 1_000_000)
 #: PostgreSQL's identifier limit (NAMEDATALEN - 1).

@@ -21,7 +21,7 @@ def register(commands: Commands) -> None:
     serve.add_argument(
         "--tokens-file", type=Path, help="token grants, one a line (default: $CTXSTORE_HTTP_TOKENS)"
     )
-    serve.add_argument("--max-body-bytes", type=positive_int, help="default 16 MiB")
+    serve.add_argument("--max-body-bytes", type=positive_int, help="default 4 MiB")
     serve.add_argument("--pool-size", type=positive_int, help="connections per worker (10)")
     serve.add_argument(
         "--graceful-timeout",

@@ -17,10 +17,12 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    PrivateAttr,
     StrictFloat,
     StrictInt,
     StrictStr,
     WithJsonSchema,
+    model_validator,
 )
 
 from ctxstore.contract import ContextContract
@@ -75,10 +77,21 @@ class WriteMessages(_Request):
     #: The user the session belongs to (kept from the first write that gives one).
     user_id: StrictStr | None = None
 
+    _library: list[Message] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _as_library_messages(self) -> WriteMessages:
+        # Here, in the validation (off the event loop for a large body: bodies.parse),
+        # the Messages and their digests, which the store would compute on the loop.
+        self._library = trusted_messages(message.__dict__ for message in self.messages)
+        for message in self._library:
+            message.core_digest()
+        return self
+
     def library_messages(self) -> list[Message]:
         """The library's Messages, without validating them again: this model validated
         every field strictly, and the store checks its rules (sizes, storable text)."""
-        return trusted_messages(message.__dict__ for message in self.messages)
+        return self._library
 
 
 class SummaryIn(_Request):
