@@ -274,3 +274,27 @@ async def test_go_times_come_back_to_the_nanosecond_and_reach_the_contract(
         "2026-01-02T03:04:05.123456789+08:00",
         "9999-12-31T23:59:59.999999999+00:00",
     ]
+
+
+async def test_a_false_if_match_on_a_read_is_412_a_true_one_200(
+    client: httpx.AsyncClient, sid: str
+) -> None:
+    """RFC 9110 section 13.1.1: If-Match on any method; lists, *, weak tags never match."""
+    path = messages_of(sid)
+    await client.post(path, json={"messages": TURN})
+    for header, status in (
+        ('"1"', 200),
+        ('"7", "1"', 200),
+        (' , "1" ,', 200),  # empty list elements and whitespace are ignored
+        ("*", 200),
+        ('"2"', 412),
+        ('W/"1"', 412),  # a weak tag never matches strongly
+    ):
+        answer = await client.get(path, headers={"If-Match": header})
+        assert answer.status_code == status, (header, answer.text)
+        if status == 412:
+            assert answer.json()["current_version"] == 1
+    assert (await client.get(path, headers={"If-Match": "1"})).status_code == 400
+    assert (
+        await client.get(messages_of(f"{sid}-none"), headers={"If-Match": "*"})
+    ).status_code == 404

@@ -142,8 +142,9 @@ def _install_handlers(app: FastAPI, retry_after: int) -> None:
     async def on_ctxstore_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, CtxStoreError)
         headers = request.headers
-        conditional = request.method in _WRITES and (
-            "if-match" in headers or "if-none-match" in headers
+        # A false If-Match is 412 on any method; If-None-Match: * only guards writes.
+        conditional = "if-match" in headers or (
+            request.method in _WRITES and "if-none-match" in headers
         )
         response = error_response(error, conditional=conditional, retry_after=retry_after)
         if isinstance(error, ConflictError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ctxstore.errors import ConflictError
 from ctxstore.http.problems import MALFORMED, Problem
 from ctxstore.storage.rules import NEW_SESSION
 
@@ -69,3 +70,32 @@ def not_modified(if_none_match: str | None, version: int) -> bool:
                 raise Problem(MALFORMED, 'If-None-Match is "*" or a comma-separated list of tags')
             position += 1
     return False
+
+
+def check_match(if_match: str | None, version: int) -> None:
+    """A read's ``If-Match`` (RFC 9110 section 13.1.1): ``*`` or a list of tags, compared
+    strongly with the current version; false is 412, on a GET as on a write."""
+    if if_match is None:
+        return
+    value = if_match.strip()
+    if value == "*" and version > 0:
+        return
+    if value != "*" and str(version) in _strong_tags(value):
+        return
+    raise ConflictError(
+        f"If-Match {value} does not match the current version {version}",
+        current_version=version,
+    )
+
+
+def _strong_tags(value: str) -> set[str]:
+    tags: set[str] = set()
+    for element in value.split(","):
+        if not element.strip():
+            continue  # RFC 9110 section 5.6.1: empty list elements are ignored
+        found = _ANY_TAG.fullmatch(element)
+        if found is None:
+            raise Problem(MALFORMED, 'If-Match is "*" or a comma-separated list of tags')
+        if found.group(1) is None:  # a weak tag never matches strongly
+            tags.add(found.group(2))
+    return tags

@@ -71,14 +71,14 @@ def problems(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 def read_responses() -> dict[int | str, dict[str, Any]]:
-    """A GET of a versioned resource: 200 with its ETag, 304, 404."""
+    """A GET of a versioned resource: 200 with its ETag, 304, 404, 412 (If-Match)."""
     return {
         200: {"description": "The resource", "headers": _ETAG},
         304: {
             "description": "Not modified: If-None-Match named the current version",
             "headers": _ETAG,
         },
-        **problems(404),
+        **problems(404, 412),
     }
 
 

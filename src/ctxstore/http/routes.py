@@ -19,7 +19,7 @@ from ctxstore.context.compression import TokenBudget
 from ctxstore.errors import SessionNotFoundError, TooManyMessagesError
 from ctxstore.http import idempotency
 from ctxstore.http.bodies import parse, request_body
-from ctxstore.http.conditions import ETAG_PATTERN, not_modified, write_expectation
+from ctxstore.http.conditions import ETAG_PATTERN, check_match, not_modified, write_expectation
 from ctxstore.http.docs import BODY, problems, read_responses, write_responses
 from ctxstore.http.middleware import PRINCIPAL_KEY
 from ctxstore.http.problems import MALFORMED, NOT_FOUND, Problem, etag
@@ -55,6 +55,15 @@ IfNoneMatchWrite = Annotated[
         alias="If-None-Match",
         pattern=r"^\*$",
         description="*: write only if the resource does not exist yet (else 412)",
+    ),
+]
+IfMatchRead = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        max_length=1024,
+        description='Answer only if the current version is one of these tags ("7", "6") '
+        "or, with *, if the resource exists (else 412)",
     ),
 ]
 IfNoneMatchRead = Annotated[
@@ -144,6 +153,7 @@ async def get_messages(
     request: Request,
     session_id: SessionId,
     if_none_match: IfNoneMatchRead = None,
+    if_match: IfMatchRead = None,
     token_budget: Annotated[
         int | None,
         Query(
@@ -168,6 +178,7 @@ async def get_messages(
                 messages = await reader.span(0, total)
     if version == 0:
         raise SessionNotFoundError(session_id=session_id)
+    check_match(if_match, version)
     if not_modified(if_none_match, version):
         return _not_modified(version)
     body = {
@@ -278,11 +289,15 @@ async def delete_session(request: Request, session_id: SessionId) -> Response:
     openapi_extra=guarded("read"),
 )
 async def get_summary(
-    request: Request, session_id: SessionId, if_none_match: IfNoneMatchRead = None
+    request: Request,
+    session_id: SessionId,
+    if_none_match: IfNoneMatchRead = None,
+    if_match: IfMatchRead = None,
 ) -> Response:
     summary = await _store(request).load_summary(session_id)
     if summary is None:
         raise Problem(NOT_FOUND, "the session has no summary (or does not exist)")
+    check_match(if_match, summary.summary_version)
     if not_modified(if_none_match, summary.summary_version):
         return _not_modified(summary.summary_version)
     return _json(summary, summary.summary_version)
@@ -327,11 +342,15 @@ async def put_summary(
     openapi_extra=guarded("read"),
 )
 async def get_state(
-    request: Request, session_id: SessionId, if_none_match: IfNoneMatchRead = None
+    request: Request,
+    session_id: SessionId,
+    if_none_match: IfNoneMatchRead = None,
+    if_match: IfMatchRead = None,
 ) -> Response:
     stored = await _store(request).load_state(session_id)
     if stored is None:
         raise Problem(NOT_FOUND, "the session has no consultation state (or does not exist)")
+    check_match(if_match, stored.version)
     if not_modified(if_none_match, stored.version):
         return _not_modified(stored.version)
     return _json(stored.value.document(), stored.version)
@@ -396,11 +415,15 @@ async def build_context(request: Request, session_id: SessionId) -> Response:
     openapi_extra=guarded("read"),
 )
 async def get_profile(
-    request: Request, user_id: UserId, if_none_match: IfNoneMatchRead = None
+    request: Request,
+    user_id: UserId,
+    if_none_match: IfNoneMatchRead = None,
+    if_match: IfMatchRead = None,
 ) -> Response:
     stored = await _store(request).load_profile(user_id)
     if stored is None:
         raise Problem(NOT_FOUND, "the user has no profile")
+    check_match(if_match, stored.version)
     if not_modified(if_none_match, stored.version):
         return _not_modified(stored.version)
     return _json(stored.value.document(), stored.version)

@@ -75,7 +75,7 @@ class WriteMessages(_Request):
 
     messages: list[MessageIn]
     #: The user the session belongs to (kept from the first write that gives one).
-    user_id: StrictStr | None = None
+    user_id: Annotated[StrictStr, Field(min_length=1, max_length=255)] | None = None
 
     _library: list[Message] = PrivateAttr(default_factory=list)
 
