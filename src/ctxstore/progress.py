@@ -55,3 +55,8 @@ class Progress:
             self._stream.write(self.line() + "\n")
         self._stream.flush()
         return time.monotonic() - self._started
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 session``, ``2 sessions``, ``1,000 summaries`` (``plural`` when not noun + s)."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"

@@ -39,7 +39,7 @@ from typing import Any
 from ctxstore.db.errors import translated
 from ctxstore.errors import ConfigurationError, ConflictError, CorruptDataError, CtxStoreError
 from ctxstore.models import Message
-from ctxstore.progress import Progress
+from ctxstore.progress import Progress, counted
 from ctxstore.storage.base import NEW_SESSION, VersionedStorage, check_session_id
 from ctxstore.storage.postgres import PostgresStorage, sql
 from ctxstore.storage.redis import parse_session_value, translated_redis
@@ -167,7 +167,7 @@ class ImportReport:
     def summary(self) -> str:
         rate = self.seen / self.seconds if self.seconds else 0.0
         lines = [
-            f"{self.seen:,} sessions in {self.seconds:.1f} s ({rate:,.0f}/s): "
+            f"{counted(self.seen, 'session')} in {self.seconds:.1f} s ({rate:,.0f}/s): "
             f"{self.imported:,} imported, {self.appended:,} appended, "
             f"{self.unchanged:,} unchanged, {len(self.diverged):,} diverged, "
             f"{len(self.skipped):,} skipped, {len(self.failed):,} failed"

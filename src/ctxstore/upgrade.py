@@ -23,7 +23,7 @@ from ctxstore.db.errors import translated
 from ctxstore.errors import CtxStoreError
 from ctxstore.formats.documents import load_state
 from ctxstore.models import MESSAGE_FORMAT, STATE_FORMAT
-from ctxstore.progress import Progress
+from ctxstore.progress import Progress, counted
 from ctxstore.storage.postgres import PostgresStorage, rows, sql
 from ctxstore.storage.postgres.rewrite import upgrade_session_messages
 from ctxstore.storage.postgres.statement import Driver
@@ -51,10 +51,11 @@ class UpgradeReport:
 
     def summary(self) -> str:
         lines = [
-            f"upgraded {self.rows_upgraded:,} rows in {self.seconds:.1f} s: "
-            f"{self.messages_upgraded:,} messages in {self.sessions_upgraded:,} sessions, "
-            f"{self.states_upgraded:,} consultation states, "
-            f"{self.history_upgraded:,} state-history rows; "
+            f"upgraded {counted(self.rows_upgraded, 'row')} in {self.seconds:.1f} s: "
+            f"{counted(self.messages_upgraded, 'message')} in "
+            f"{counted(self.sessions_upgraded, 'session')}, "
+            f"{counted(self.states_upgraded, 'consultation state')}, "
+            f"{counted(self.history_upgraded, 'state-history row')}; "
             f"{self.timestamps_repaired:,} infinite message times repaired",
             f"retried after concurrent writes: {self.retried:,}; failed: {len(self.failed):,}",
         ]
