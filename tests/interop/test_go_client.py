@@ -8,7 +8,6 @@ Without ``go`` on PATH the test skips, saying so (.ci/run installs Debian's gola
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 from sqlalchemy import URL
 
 from tests.http.live import REPO, LiveServer, Tokens
+from tests.interop.toolchain import go_env
 
 pytestmark = pytest.mark.postgres
 
@@ -45,18 +45,6 @@ def server(module_database_url: URL) -> Iterator[tuple[LiveServer, Tokens]]:
         live.close()
 
 
-def _go_env(folder: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "GOCACHE": str(folder / "cache"),
-        "GOPATH": str(folder / "path"),
-        "GOFLAGS": "-mod=mod",
-        "GOPROXY": "off",
-        "GOTOOLCHAIN": "local",
-        "CGO_ENABLED": "0",
-    }
-
-
 def _run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command, cwd=CLIENT, env=env, capture_output=True, text=True, timeout=600, check=False
@@ -64,7 +52,7 @@ def _run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 
 
 def test_the_go_client_is_formatted_and_vetted(go: str, tmp_path: Path) -> None:
-    env = _go_env(tmp_path)
+    env = go_env(tmp_path)
     unformatted = _run([str(Path(go).with_name("gofmt")), "-l", "."], env)
     assert unformatted.returncode == 0 and unformatted.stdout == "", unformatted.stdout
     vetted = _run([go, "vet", "./..."], env)
@@ -75,7 +63,7 @@ def test_the_go_client_passes_its_tests_against_a_live_server(
     go: str, server: tuple[LiveServer, Tokens], tmp_path: Path
 ) -> None:
     live, tokens = server
-    env = {**_go_env(tmp_path), "CTXSTORE_URL": live.base_url, "CTXSTORE_TOKEN": tokens.full}
+    env = {**go_env(tmp_path), "CTXSTORE_URL": live.base_url, "CTXSTORE_TOKEN": tokens.full}
     tested = _run([go, "test", "-count=1", "-v", "./..."], env)
     output = tested.stdout + tested.stderr
     assert tested.returncode == 0, output

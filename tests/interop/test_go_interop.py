@@ -40,6 +40,7 @@ from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.redis_import import import_redis
 from ctxstore.timestamps import go_timestamp
 from tests.conftest import drop_keys, new_redis_prefix
+from tests.interop.toolchain import go_env
 
 GO_SOURCE = Path(__file__).parent / "go"
 
@@ -77,16 +78,7 @@ def interop(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "(Debian: apt-get install golang-go; .ci/run installs it)"
         )
     folder = tmp_path_factory.mktemp("go-interop")
-    env = {
-        **os.environ,
-        # everything Go writes stays in the temporary folder: a clean CI works
-        "GOCACHE": str(folder / "cache"),
-        "GOPATH": str(folder / "path"),
-        "GOFLAGS": "-mod=mod",
-        "GOPROXY": "off",
-        "GOTOOLCHAIN": "local",
-        "CGO_ENABLED": "0",
-    }
+    env = go_env(folder)
     binary = folder / "interop"
     started = time.monotonic()
     built = subprocess.run(
