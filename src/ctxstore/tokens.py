@@ -25,8 +25,12 @@ from typing import Any, Protocol
 
 from ctxstore.errors import TokenizerUnavailableError
 from ctxstore.models import Message
+from ctxstore.timestamps import go_timestamp
 
 DEFAULT_ENCODING = "cl100k_base"
+#: The contract form a stored count measures: times as Go writes them.  Counts stored
+#: before it (labelled with the bare encoding, times in isoformat) are recounted.
+ELEMENT_FORM = "go-times"
 
 
 class Encoder(Protocol):
@@ -69,14 +73,15 @@ def contract_message(
     """The contract's form of a message: turn_id and timestamp always present.
 
     Messages from older formats have neither; the fill is deterministic (see
-    ``legacy_fill``), so the same history always gives the same contract.
+    ``legacy_fill``), so the same history always gives the same contract.  The time is
+    written as Go writes it, so a Go program reads back the very text it stored.
     """
     stamp = message.timestamp or fill_timestamp
     return {
         "role": message.role,
         "content": message.content,
         "turn_id": message.turn_id or fill_turn_id,
-        "timestamp": stamp.isoformat(),
+        "timestamp": go_timestamp(stamp),
     }
 
 
@@ -103,6 +108,12 @@ class TokenCounter:
     """
 
     encoding_name: str = DEFAULT_ENCODING
+
+    @property
+    def count_label(self) -> str:
+        """What a stored count is labelled with: the encoding and the element form it
+        measured.  A count under another label is never used, only recounted."""
+        return f"{self.encoding_name}+{ELEMENT_FORM}"
 
     @property
     def encoder(self) -> Encoder:

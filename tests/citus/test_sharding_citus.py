@@ -24,11 +24,13 @@ from ctxstore.db.distribute import REFERENCE_TABLES
 from ctxstore.db.engine import EngineSettings
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.storage.postgres import sql
+from ctxstore.tokens import TokenCounter
 from tests.citus.cluster import CitusCluster
 from tests.citus.conftest import REPO, ctxstore, new_distributed_database, query
 from tests.conformance.contract import KNEE_STATE, turn
 from tests.migrations.test_distribution_rules import distribution_problems
 
+COUNTER_LABEL = TokenCounter().count_label
 SESSION_TABLES = {
     "sessions", "messages", "summaries", "consultation_states", "consultation_state_history",
     "applied_session_writes",
@@ -164,10 +166,10 @@ READS: dict[str, tuple[Any, dict[str, Any]]] = {
     "head": (sql.SESSION_HEAD, {}),
     "window": (sql.NEWEST, {"before": 10, "limit": 5}),
     "window within a budget": (
-        sql.NEWEST_WITHIN, {"before": 10, "limit": 5, "budget": 100, "encoding": "cl100k_base"}
+        sql.NEWEST_WITHIN, {"before": 10, "limit": 5, "budget": 100, "encoding": COUNTER_LABEL}
     ),
     "span": (sql.SPAN, {"start": 0, "stop": 2}),
-    "token total": (sql.TOKEN_TOTAL, {"after": -1, "encoding": "cl100k_base"}),
+    "token total": (sql.TOKEN_TOTAL, {"after": -1, "encoding": COUNTER_LABEL}),
     "latest summary": (sql.LATEST_SUMMARY, {}),
     "summary at": (sql.SUMMARY_AT, {"summary_version": 1}),
     "state": (sql.CURRENT_STATE, {}),

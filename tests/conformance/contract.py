@@ -373,6 +373,44 @@ class VersionedContract(StorageContract):
         assert await storage.save("v", []) == 3
         assert await storage.version("v") == 3
 
+    async def test_saving_the_stored_list_keeps_the_version(
+        self, storage: VersionedStorage
+    ) -> None:
+        assert await storage.save("same", []) == 1  # creating a session is a change
+        assert await storage.save("same", []) == 1
+        assert await storage.save("same", turn(0)) == 2
+        assert await storage.save("same", turn(0)) == 2
+        assert await storage.save("same", turn(0), expected_version=2) == 2
+        assert await storage.save("same", await storage.load("same")) == 2
+        with pytest.raises(ConflictError) as caught:
+            await storage.save("same", turn(0), expected_version=1)
+        assert caught.value.current_version == 2
+        assert await storage.save("same", [*turn(0), *turn(1)]) == 3
+        assert await storage.save("same", turn(0)) == 4  # a shorter list is a change
+        assert await storage.load("same") == turn(0)
+
+    @pytest.mark.parametrize(
+        "written",
+        [
+            "0001-01-01T00:00:00Z",
+            "0001-01-01T08:00:00+08:00",
+            "9999-12-31T23:59:59.999999999Z",
+            "9999-12-31T18:59:59.999999-05:00",
+            "2026-01-02T03:04:05.123456789+08:00",
+            "2026-01-02T03:04:05Z",
+        ],
+    )
+    async def test_saving_the_stored_list_keeps_the_version_at_any_time(
+        self, storage: VersionedStorage, written: str
+    ) -> None:
+        messages = [Message(role="user", content="x", timestamp=written)]  # type: ignore[arg-type]
+        assert await storage.save("when", messages) == 1
+        assert await storage.save("when", messages) == 1
+        fresh = [Message(role="user", content="x", timestamp=written)]  # type: ignore[arg-type]
+        assert await storage.save("when", fresh) == 1
+        assert await storage.save("when", await storage.load("when")) == 1
+        assert await storage.load("when") == messages
+
     async def test_expected_version_zero_means_must_not_exist(
         self, storage: VersionedStorage
     ) -> None:
@@ -867,6 +905,17 @@ class VersionedContract(StorageContract):
             await storage.save("s", turn(2))
             await asyncio.sleep(1.2)
             assert await storage.version("s") == 3
+
+    async def test_saving_the_stored_list_pushes_the_expiry_back(
+        self, make_storage: StorageFactory
+    ) -> None:
+        async with make_storage(ttl=timedelta(seconds=2)) as storage:
+            assert await storage.save("s", turn(0)) == 1
+            await asyncio.sleep(1.2)
+            assert await storage.save("s", turn(0)) == 1
+            await asyncio.sleep(1.2)  # 2.4 s after the first save
+            assert await storage.load("s") == turn(0)
+            assert await storage.version("s") == 1
 
     async def test_without_a_ttl_nothing_expires(self, make_storage: StorageFactory) -> None:
         async with make_storage(ttl=None) as storage:

@@ -238,13 +238,15 @@ def test_a_stored_count_is_used_only_with_its_own_encoding() -> None:
     message = conversation(1)[0]
     real = COUNTER.message_cost(message)
     assert real is not None
-    same = StoredMessage(0, message, 999, COUNTER.encoding_name)
+    same = StoredMessage(0, message, 999, COUNTER.count_label)
     assert cost_of(same, COUNTER) == 999  # trusted: no recount
     assert cost_of(StoredMessage(0, message, 999, "o200k_base"), COUNTER) == real
     assert cost_of(StoredMessage(0, message, 999), COUNTER) == real  # encoding unknown
     assert cost_of(same, CharCounter()) == CharCounter().message_cost(message) != 999
     legacy = Message(role="user", content="你好")
-    assert cost_of(StoredMessage(0, legacy, None, COUNTER.encoding_name), COUNTER) is None
+    assert cost_of(StoredMessage(0, legacy, None, COUNTER.count_label), COUNTER) is None
+    # A count in the same encoding made before times were written as Go writes them.
+    assert cost_of(StoredMessage(0, message, 999, COUNTER.encoding_name), COUNTER) == real
 
 
 async def test_context_counts_with_the_storages_counter_by_default(

@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import (
+    ContextBuilder,
     CorruptDataError,
     InvalidMessageError,
     Message,
@@ -126,6 +127,23 @@ async def test_edge_instants_round_trip_exactly_on_redis(
     loaded = await redis_storage.load("edges")
     assert exactly(loaded) == exactly(written)
     assert [go_timestamp(m.timestamp) for m in loaded if m.timestamp] == EDGES
+
+
+async def recent_times(storage: Any, session_id: str) -> list[str]:
+    contract = await ContextBuilder(storage).build(session_id, "t-next", "next?", token_budget=8000)
+    document = json.loads(contract.to_json())
+    return [message["timestamp"] for message in document["context"]["recent_messages"]]
+
+
+async def test_the_context_contract_carries_the_text_go_wrote(
+    pg: PostgresStorage, redis_storage: RedisStorage, database_url: URL
+) -> None:
+    written = messages_at(EDGES)
+    await pg.save("edges", written)
+    await redis_storage.save("edges", written)
+    async with PostgresStorage.from_url(database_url) as fresh:  # counts read as stored
+        assert await recent_times(fresh, "edges") == EDGES
+    assert await recent_times(redis_storage, "edges") == EDGES
 
 
 @pytest.mark.parametrize(

@@ -331,13 +331,5 @@ async def test_contracts_ctxstore_builds_decode_strictly_in_go(
     results = run_go(interop, "check-contracts", built)
     assert [r["problem"] for r in results] == [""] * len(built)
     for item, result in zip(built, results, strict=True):
-        assert same_contract(json.loads(item["json"]), json.loads(result["json"])), item["name"]
-
-
-def same_contract(ours: dict[str, Any], go: dict[str, Any]) -> bool:
-    """Equal, timestamps compared as instants in their offsets (Go trims fractions)."""
-    for document in (ours, go):
-        for message in document["context"]["recent_messages"]:
-            moment = datetime.fromisoformat(message["timestamp"])
-            message["timestamp"] = (moment, moment.utcoffset())
-    return ours == go
+        # the same document, every time the same text: the contract writes times as Go does
+        assert json.loads(result["json"]) == json.loads(item["json"]), item["name"]

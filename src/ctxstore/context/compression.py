@@ -58,7 +58,7 @@ def cost_of(stored: StoredMessage, counter: TokenCounter) -> int | None:
     when the message has no turn_id or timestamp: its cost depends on the session's fill
     (see ``message_cost``).
     """
-    if stored.token_count is not None and stored.token_encoding == counter.encoding_name:
+    if stored.token_count is not None and stored.token_encoding == counter.count_label:
         return stored.token_count
     return counter.message_cost(stored.message)
 
@@ -264,7 +264,7 @@ class SummarizeOldest:
 def _counts_with(storage: VersionedStorage, counter: TokenCounter) -> bool:
     """Whether the storage's stored counts are in ``counter``'s encoding."""
     own = storage_counter(storage)
-    return own is not None and own.encoding_name == counter.encoding_name
+    return own is not None and own.count_label == counter.count_label
 
 
 async def _tokens_over(

@@ -192,8 +192,8 @@ class SessionHead:
 class StoredMessage:
     """A message with its position and stored contract cost (None: count it now).
 
-    ``token_encoding`` names the encoding the count was made with: a reader counting with
-    another one recounts the message instead of using it.
+    ``token_encoding`` labels the count with the encoding and element form it was made with
+    (``TokenCounter.count_label``): a reader counting another way recounts the message.
     """
 
     position: int

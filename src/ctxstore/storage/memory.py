@@ -121,10 +121,10 @@ class MemoryStorage(Store):
             self._sessions[session_id] = entry
         return entry
 
-    def _wrote(self, entry: _Session, user_id: str | None) -> int:
+    def _wrote(self, entry: _Session, user_id: str | None, *, changed: bool = True) -> int:
         if entry.user_id is None:
             entry.user_id = user_id
-        entry.version += 1
+        entry.version += 1 if changed else 0  # saving the stored list again is no change
         entry.expires_at = self._expiry()
         return entry.version
 
@@ -146,8 +146,9 @@ class MemoryStorage(Store):
         stored = _copies(messages)
         async with self._lock:
             entry = self._writable(session_id, expected, user_id)
+            changed = entry.version == 0 or entry.messages != stored
             entry.messages = stored
-            return self._wrote(entry, user_id)
+            return self._wrote(entry, user_id, changed=changed)
 
     async def _append(
         self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None

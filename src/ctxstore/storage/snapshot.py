@@ -71,7 +71,7 @@ class SnapshotReader:
                 position,
                 messages[position].model_copy(deep=True),
                 self._counter.message_cost(messages[position]),
-                self._counter.encoding_name,
+                self._counter.count_label,
             )
             for position in positions
         ]

@@ -29,7 +29,7 @@ class PostgresSessionReader:
         #: Already read in this snapshot (the replica's freshness check): head() is free.
         self._head = head
         self.session_id = session_id
-        #: Stored counts in another encoding are not used as this one's.
+        #: Stored counts under another label (TokenCounter.count_label) are not used.
         self._encoding = encoding
         self._load_keys = keys
 

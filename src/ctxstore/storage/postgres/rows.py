@@ -152,7 +152,7 @@ def batch(
         messages,
         digests if digests is not None else digests_of(messages, limits),
         [counter.message_cost(message) for message in messages],
-        counter.encoding_name,
+        counter.count_label,
         key,
         session_id,
     )

@@ -187,7 +187,10 @@ class LockedSave:
         rules.check_owner(session_id, stored["user_id"], user_id)  # the row is locked
         stored_count = stored["message_count"]
         prefix_hash, hasher = prefix_and_total_hash(digests, min(stored_count, target), key)
-        if stored_count <= target and prefix_hash == stored["content_hash"]:
+        same_prefix = stored_count <= target and prefix_hash == stored["content_hash"]
+        # Saving the very list stored again (in a session that exists) is no change.
+        changed = not same_prefix or stored_count < target or stored["version"] == 0
+        if same_prefix:
             start = stored_count  # same prefix, messages appended
         else:
             start = await self._first_difference(session_id, digests, stored_count)
@@ -204,6 +207,7 @@ class LockedSave:
             driver,
             sid=session_id,
             old=stored["version"],
+            changed=changed,
             count=target,
             hash=hasher.digest(),
             user_id=user_id,

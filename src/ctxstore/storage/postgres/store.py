@@ -294,7 +294,7 @@ class PostgresStorage(Store):
                 extension, digests = saving.hashed(
                     self.knowledge.get(session_id), whole, located, key, expected, self.limits
                 )
-            if extension is not None:
+            if extension is not None and extension.added:  # else the locked save decides
                 new = rows.batch(
                     extension.added, self.token_counter, self.limits, key, session_id,
                     digests=extension.digests,
@@ -737,7 +737,7 @@ class PostgresStorage(Store):
             driver.transaction(isolation="repeatable_read", readonly=True),
         ):
             yield PostgresSessionReader(
-                driver, session_id, self.token_counter.encoding_name, self._keys_for
+                driver, session_id, self.token_counter.count_label, self._keys_for
             )
 
     @asynccontextmanager
@@ -772,7 +772,7 @@ class PostgresStorage(Store):
             yield PostgresSessionReader(
                 driver,
                 session_id,
-                self.token_counter.encoding_name,
+                self.token_counter.count_label,
                 self._keys_for,
                 head=head_of(found),
             )

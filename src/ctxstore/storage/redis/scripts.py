@@ -68,16 +68,23 @@ end
 
 # ARGV: array, count, expected, user_id ('': none), now, ttl ms (0: none).
 # {1, version} | {0, current}: stale | {-3, 0}: another user's session.
+# The stored list saved again (the same bytes, or Go's null for none) keeps the version.
 SAVE = (
     _HELPERS
     + """
-local exists = redis.call('EXISTS', KEYS[1]) == 1
+local raw = redis.call('GET', KEYS[1])
+local exists = raw ~= false
 if owned_by_another(exists, ARGV[4]) then return {-3, 0} end
 local current = version_of(exists)
 if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= current then return {0, current} end
-if not exists then start_session(ARGV[5]) end
-wrote(ARGV[1], tonumber(ARGV[2]), current + 1, ARGV[4], ARGV[5], tonumber(ARGV[6]))
-return {1, current + 1}
+local version = current + 1
+if not exists then
+  start_session(ARGV[5])
+elseif raw == ARGV[1] or (tonumber(ARGV[2]) == 0 and is_null(raw)) then
+  version = current
+end
+wrote(ARGV[1], tonumber(ARGV[2]), version, ARGV[4], ARGV[5], tonumber(ARGV[6]))
+return {1, version}
 """
 )
 

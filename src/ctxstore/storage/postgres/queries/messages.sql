@@ -86,9 +86,10 @@ SELECT ctxstore_insert_messages_v2(
     :new_key_id, :new_sealed, :new_ts_nanos);
 
 -- name: finish_save --
--- Finish save.
+-- Finish save: the version moves only if the list changed.
 UPDATE sessions
-   SET message_count = :count, content_hash = :hash, version = version + 1,
+   SET message_count = :count, content_hash = :hash,
+       version = version + CASE WHEN :changed THEN 1 ELSE 0 END,
        updated_at = now(), user_id = coalesce(:user_id, user_id),
        expires_at = now() + (:ttl)::interval, turn_count = :turns,
        first_activity_at = coalesce((:first_ts)::timestamptz, first_activity_at),
