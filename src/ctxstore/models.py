@@ -8,11 +8,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Literal, Self, TypeVar, get_args
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar, get_args
 
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -68,6 +69,19 @@ class ReadOnlyMetadata(dict[str, Any]):
 
 
 EMPTY_METADATA: dict[str, Any] = ReadOnlyMetadata()
+
+
+def _whole_number(value: Any) -> Any:
+    # JSON has numbers, not ints: 46.0 and 4.6e1 are the integer 46 (JSON Schema 2020-12
+    # counts them as "integer" too), also under strict validation; 46.5 stays refused.
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+#: An integer as JSON means it: any number without a fraction, never a string or a bool.
+#: Goes after an int's Field constraints (before them, the JSON Schema loses them).
+WHOLE_NUMBER = BeforeValidator(_whole_number)
 
 
 class Message(BaseModel):
@@ -373,7 +387,7 @@ def pain_number(pain_level: str | None) -> int | None:
 class UserProfile(_Document):
     """What the assistant knows of a user across sessions (the contract's user_profile)."""
 
-    age: int | None = Field(default=None, ge=0, le=150)
+    age: Annotated[int, Field(ge=0, le=150), WHOLE_NUMBER] | None = None
     gender: StrictStr | None = None
     exercise_habit: StrictStr | None = None
     known_limitations: list[StrictStr] = Field(default_factory=list)

@@ -270,10 +270,18 @@ async def test_go_times_come_back_to_the_nanosecond_and_reach_the_contract(
     )
     assert answer.status_code == 200, answer.text
     recent = parse_contract(answer.content).context.recent_messages
-    assert [m.timestamp for m in recent[:2]] == [
-        "2026-01-02T03:04:05.123456789+08:00",
-        "9999-12-31T23:59:59.999999999+00:00",
-    ]
+    assert [m.timestamp for m in recent[:2]] == stamps  # the contract carries it too
+
+
+async def test_a_repeated_put_of_the_same_messages_keeps_the_etag(
+    client: httpx.AsyncClient, sid: str
+) -> None:
+    first = await client.put(messages_of(sid), json={"messages": TURN})
+    again = await client.put(messages_of(sid), json={"messages": TURN}, headers={"If-Match": '"1"'})
+    assert (first.status_code, first.headers["ETag"]) == (201, '"1"')
+    assert (again.status_code, again.headers["ETag"], again.json()) == (200, '"1"', {"version": 1})
+    changed = await client.put(messages_of(sid), json={"messages": TURN[:1]})
+    assert changed.headers["ETag"] == '"2"'
 
 
 async def test_a_false_if_match_on_a_read_is_412_a_true_one_200(
@@ -298,3 +306,25 @@ async def test_a_false_if_match_on_a_read_is_412_a_true_one_200(
     assert (
         await client.get(messages_of(f"{sid}-none"), headers={"If-Match": "*"})
     ).status_code == 404
+
+
+async def test_list_headers_take_rfc_9110_lists_and_nothing_else(
+    client: httpx.AsyncClient, sid: str
+) -> None:
+    """The published pattern (TAG_LIST_PATTERN) is what the server takes: whitespace around
+    tags and empty elements are fine; anything else is refused before the store is read."""
+    await client.put(messages_of(sid), json={"messages": TURN})
+    for value in ('"1"', ' ,, W/"1" ,', '"7", "1"', "*", '\t"1"\t'):
+        answer = await client.get(messages_of(sid), headers={"If-None-Match": value})
+        assert answer.status_code == 304, value
+    for value in ('"1"', ' "7" ,, "1", ', "*"):
+        answer = await client.get(messages_of(sid), headers={"If-Match": value})
+        assert answer.status_code == 200, value
+    for value in ('W/"1"', '"2"'):
+        answer = await client.get(messages_of(sid), headers={"If-Match": value})
+        assert answer.status_code == 412, value
+    for header in ("If-None-Match", "If-Match"):
+        for value in ("1", '"1" "2"', '"1", *', "", ",", 'W/ "1"', '"\x7f"'):
+            answer = await client.get(messages_of(sid), headers={header: value})
+            assert answer.status_code == 400, (header, value, answer.status_code)
+            assert answer.headers["content-type"] == "application/problem+json"

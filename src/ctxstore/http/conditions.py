@@ -18,8 +18,18 @@ from ctxstore.storage.rules import NEW_SESSION
 #: The OpenAPI pattern of a version tag (If-Match takes exactly one).
 ETAG_PATTERN = r'^"[1-9][0-9]{0,18}"$'
 _STRONG = re.compile(r'"([1-9][0-9]{0,18})"')
-_ANY_TAG = re.compile(r'\s*(W/)?"([^"]*)"\s*')
 _MAX_VERSION = 2**63 - 1
+_OWS = "[ \\t]*"
+_TAG = '(W/)?"([!#-~]*)"'  # RFC 9110 section 8.8.3 (ASCII etagc): weakness, opaque tag
+_ANY_TAG = '(?:W/)?"[!#-~]*"'  # the same, nothing captured
+#: The OpenAPI pattern of a read's If-Match and If-None-Match, and what the server takes:
+#: * or a list of entity tags, optional whitespace around them, empty elements ignored
+#: (RFC 9110 section 5.6.1).
+TAG_LIST_PATTERN = (
+    rf"^{_OWS}(?:\*|(?:,{_OWS})*{_ANY_TAG}(?:{_OWS},(?:{_OWS}{_ANY_TAG})?)*){_OWS}$"
+)
+_TAG_LIST = re.compile(TAG_LIST_PATTERN)
+_TAGS = re.compile(_TAG)
 
 
 def write_expectation(if_match: str | None, if_none_match: str | None) -> int | None:
@@ -51,25 +61,12 @@ def _one_version(value: str) -> int:
 
 def not_modified(if_none_match: str | None, version: int) -> bool:
     """Whether a GET's ``If-None-Match`` matches the current version (weak comparison)."""
-    if if_none_match is None or version <= 0:
+    if if_none_match is None:
         return False
-    value = if_none_match.strip()
-    if value == "*":
-        return True
-    current = str(version)
-    position = 0
-    while position < len(value):
-        found = _ANY_TAG.match(value, position)
-        if found is None:
-            raise Problem(MALFORMED, 'If-None-Match is "*" or a comma-separated list of tags')
-        if found.group(2) == current:
-            return True
-        position = found.end()
-        if position < len(value):
-            if value[position] != ",":
-                raise Problem(MALFORMED, 'If-None-Match is "*" or a comma-separated list of tags')
-            position += 1
-    return False
+    tags = _tag_list(if_none_match, "If-None-Match")
+    if version <= 0:
+        return False
+    return tags is None or any(tag == str(version) for _, tag in tags)
 
 
 def check_match(if_match: str | None, version: int) -> None:
@@ -77,25 +74,21 @@ def check_match(if_match: str | None, version: int) -> None:
     strongly with the current version; false is 412, on a GET as on a write."""
     if if_match is None:
         return
-    value = if_match.strip()
-    if value == "*" and version > 0:
+    tags = _tag_list(if_match, "If-Match")
+    if tags is None and version > 0:
         return
-    if value != "*" and str(version) in _strong_tags(value):
-        return
+    if tags is not None and any(not weak and tag == str(version) for weak, tag in tags):
+        return  # a weak tag never matches strongly
     raise ConflictError(
-        f"If-Match {value} does not match the current version {version}",
+        f"If-Match {if_match.strip()} does not match the current version {version}",
         current_version=version,
     )
 
 
-def _strong_tags(value: str) -> set[str]:
-    tags: set[str] = set()
-    for element in value.split(","):
-        if not element.strip():
-            continue  # RFC 9110 section 5.6.1: empty list elements are ignored
-        found = _ANY_TAG.fullmatch(element)
-        if found is None:
-            raise Problem(MALFORMED, 'If-Match is "*" or a comma-separated list of tags')
-        if found.group(1) is None:  # a weak tag never matches strongly
-            tags.add(found.group(2))
-    return tags
+def _tag_list(value: str, header: str) -> list[tuple[bool, str]] | None:
+    """A list header's (weak, opaque tag) pairs, None for ``*``; anything else is 400."""
+    if not _TAG_LIST.fullmatch(value):
+        raise Problem(MALFORMED, f'{header} is "*" or a comma-separated list of entity tags')
+    if value.strip(" \t") == "*":
+        return None
+    return [(bool(weak), tag) for weak, tag in _TAGS.findall(value)]

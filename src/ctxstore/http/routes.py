@@ -19,7 +19,13 @@ from ctxstore.context.compression import TokenBudget
 from ctxstore.errors import SessionNotFoundError, TooManyMessagesError
 from ctxstore.http import idempotency
 from ctxstore.http.bodies import parse, request_body
-from ctxstore.http.conditions import ETAG_PATTERN, check_match, not_modified, write_expectation
+from ctxstore.http.conditions import (
+    ETAG_PATTERN,
+    TAG_LIST_PATTERN,
+    check_match,
+    not_modified,
+    write_expectation,
+)
 from ctxstore.http.docs import BODY, problems, read_responses, write_responses
 from ctxstore.http.middleware import PRINCIPAL_KEY
 from ctxstore.http.problems import MALFORMED, NOT_FOUND, Problem, etag
@@ -35,7 +41,7 @@ from ctxstore.http.schemas import (
 )
 from ctxstore.http.security import guarded
 from ctxstore.models import ConsultationState, UserProfile
-from ctxstore.storage.rules import DEFAULT_LIMITS
+from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION
 from ctxstore.storage.store import Store
 
 _MAX_ID = DEFAULT_LIMITS.max_session_id_length
@@ -62,6 +68,7 @@ IfMatchRead = Annotated[
     Header(
         alias="If-Match",
         max_length=1024,
+        pattern=TAG_LIST_PATTERN,
         description='Answer only if the current version is one of these tags ("7", "6") '
         "or, with *, if the resource exists (else 412)",
     ),
@@ -71,6 +78,7 @@ IfNoneMatchRead = Annotated[
     Header(
         alias="If-None-Match",
         max_length=1024,
+        pattern=TAG_LIST_PATTERN,
         description='304 when one of these tags is the current version: "7", "6" or *',
     ),
 ]
@@ -214,7 +222,9 @@ async def put_messages(
         expected_version=expected,
         user_id=body.user_id,
     )
-    return _written(version, version == 1)
+    # Version 1 after a save that expected a stored version: the same list again, no new
+    # session (a save that changes nothing keeps the version).
+    return _written(version, version == 1 and expected in (None, NEW_SESSION))
 
 
 @router.post(

@@ -19,7 +19,6 @@ from pydantic import (
     PlainValidator,
     PrivateAttr,
     StrictFloat,
-    StrictInt,
     StrictStr,
     WithJsonSchema,
     model_validator,
@@ -28,7 +27,7 @@ from pydantic import (
 from ctxstore.contract import ContextContract
 from ctxstore.errors import InvalidMessageError
 from ctxstore.formats.messages import trusted_messages
-from ctxstore.models import Message, Role
+from ctxstore.models import WHOLE_NUMBER, Message, Role
 from ctxstore.timestamps import parse_timestamp
 
 
@@ -97,8 +96,8 @@ class WriteMessages(_Request):
 class SummaryIn(_Request):
     text: StrictStr
     #: Position of the last message the summary covers (-1: none).
-    covers_until: Annotated[StrictInt, Field(ge=-1, le=2**31)]
-    token_count: Annotated[StrictInt, Field(ge=0, le=2**31)] | None = None
+    covers_until: Annotated[int, Field(ge=-1, le=2**31), WHOLE_NUMBER]
+    token_count: Annotated[int, Field(ge=0, le=2**31), WHOLE_NUMBER] | None = None
 
 
 class KnowledgeIn(_Request):
@@ -113,7 +112,7 @@ class ContextRequest(_Request):
 
     turn_id: StrictStr
     user_message: StrictStr
-    token_budget: Annotated[StrictInt, Field(gt=0, le=2**31 - 1)] = 8000
+    token_budget: Annotated[int, Field(gt=0, le=2**31 - 1), WHOLE_NUMBER] = 8000
     retrieved_knowledge: list[KnowledgeIn] = Field(default_factory=list)
 
 
