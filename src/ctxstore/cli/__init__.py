@@ -7,7 +7,8 @@ command, and is the one place that turns ctxstore errors into messages and exit 
 - analytics.py: ``analytics REPORT``;
 - maintenance.py: ``upgrade-data``, ``seed-sample``, ``purge-expired``, ``rotate-keys``,
   ``erase-user``;
-- import_redis.py, serve.py, contract.py, demo.py, dev.py: the command each names.
+- import_redis.py, serve.py, contract.py, demo.py, dev.py: the command each names;
+- reference.py: docs/cli.md, generated from the parser.
 """
 
 from __future__ import annotations

@@ -36,9 +36,24 @@ def register(commands: Commands) -> None:
     analytics.add_argument(
         "--until", type=whole_day, help="first activity before this UTC day (YYYY-MM-DD)"
     )
-    analytics.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    analytics.add_argument("--per", choices=("day", "week"), default="day", help="red-flags")
-    analytics.add_argument("--limit", type=int, default=20, help="frequency reports")
+    analytics.add_argument(
+        "--format",
+        choices=("table", "json", "csv"),
+        default="table",
+        help="output format (default: %(default)s)",
+    )
+    analytics.add_argument(
+        "--per",
+        choices=("day", "week"),
+        default="day",
+        help="red-flags: one row per day or week (default: %(default)s)",
+    )
+    analytics.add_argument(
+        "--limit",
+        type=int,
+        default=20,
+        help="frequency reports: the most frequent this many (default: %(default)s)",
+    )
     analytics.set_defaults(func=run)
 
 

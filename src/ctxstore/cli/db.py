@@ -19,7 +19,9 @@ def register(commands: Commands) -> None:
     db = commands.add_parser("db", help="schema migrations")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     up = db_commands.add_parser("upgrade", help="apply migrations (default: to head)")
-    up.add_argument("revision", nargs="?", default="head")
+    up.add_argument(
+        "revision", nargs="?", default="head", help="target revision (default: %(default)s)"
+    )
     up.set_defaults(func=upgrade)
     down = db_commands.add_parser("downgrade", help="revert migrations to REVISION")
     down.add_argument("revision", help="target revision, e.g. -1 or base")

@@ -22,8 +22,17 @@ def register(commands: Commands) -> None:
     )
     add_database_url(importer)
     importer.add_argument("--redis-url", required=True, help="redis://host:6379/0")
-    importer.add_argument("--prefix", default="ctx:session", help="key prefix (ctx:session)")
-    importer.add_argument("--concurrency", type=positive_int, default=8)
+    importer.add_argument(
+        "--prefix",
+        default="ctx:session",
+        help="the Go service's key prefix: keys {prefix}:{session_id} (default: %(default)s)",
+    )
+    importer.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=8,
+        help="sessions imported at once (default: %(default)s)",
+    )
     importer.add_argument(
         "--overwrite",
         action="store_true",

@@ -21,19 +21,41 @@ def register(commands: Commands) -> None:
         "upgrade-data",
         help="rewrite every stored row in the current formats (resumable, safe while live)",
     )
-    upgrade.add_argument("--batch-size", type=positive_int, default=500)
+    upgrade.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=500,
+        help="sessions listed per batch (default: %(default)s)",
+    )
     upgrade.set_defaults(func=upgrade_data)
 
     seed = commands.add_parser(
         "seed-sample", help="write realistic sample consultations through the public API"
     )
-    seed.add_argument("--sessions", type=positive_int, required=True)
-    seed.add_argument("--seed", type=int, default=7)
-    seed.add_argument("--concurrency", type=positive_int, default=8)
+    seed.add_argument(
+        "--sessions", type=positive_int, required=True, help="how many consultations to write"
+    )
+    seed.add_argument(
+        "--seed",
+        type=int,
+        default=7,
+        help="random seed: the same seed writes the same consultations (default: %(default)s)",
+    )
+    seed.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=8,
+        help="consultations written at once (default: %(default)s)",
+    )
     seed.set_defaults(func=seed_sample)
 
     purge = commands.add_parser("purge-expired", help="delete expired sessions in batches")
-    purge.add_argument("--batch-size", type=positive_int, default=1000)
+    purge.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=1000,
+        help="sessions deleted per transaction (default: %(default)s)",
+    )
     purge.add_argument(
         "--older-than-days",
         type=positive_int,
@@ -45,7 +67,12 @@ def register(commands: Commands) -> None:
         "rotate-keys",
         help="re-wrap data keys under the current master key (CTXSTORE_MASTER_KEYS)",
     )
-    rotate.add_argument("--batch-size", type=positive_int, default=100)
+    rotate.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=100,
+        help="sessions re-keyed per transaction (default: %(default)s)",
+    )
     rotate.add_argument(
         "--reencrypt",
         action="store_true",

@@ -15,22 +15,36 @@ def register(commands: Commands) -> None:
         "serve", help="the HTTP service (needs the http extra; docs/http.md)"
     )
     add_database_url(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    serve.add_argument("--port", type=positive_int, default=8080, help="port (8080)")
-    serve.add_argument("--workers", type=positive_int, default=1, help="processes (1)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
     serve.add_argument(
-        "--tokens-file", type=Path, help="token grants, one a line (default: $CTXSTORE_HTTP_TOKENS)"
+        "--port", type=positive_int, default=8080, help="port (default: %(default)s)"
     )
-    serve.add_argument("--max-body-bytes", type=positive_int, help="default 4 MiB")
-    serve.add_argument("--pool-size", type=positive_int, help="connections per worker (10)")
+    serve.add_argument(
+        "--workers", type=positive_int, default=1, help="processes (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--tokens-file",
+        type=Path,
+        help="a file of token grants, one a line (default: $CTXSTORE_HTTP_TOKENS_FILE; "
+        "$CTXSTORE_HTTP_TOKENS, the grants themselves, wins over both)",
+    )
+    serve.add_argument(
+        "--max-body-bytes", type=positive_int, help="largest request body (default: 4 MiB)"
+    )
+    serve.add_argument(
+        "--pool-size", type=positive_int, help="connections per worker (default: 10)"
+    )
     serve.add_argument(
         "--graceful-timeout",
         type=positive_int,
         default=30,
-        help="seconds SIGTERM waits for requests in flight (30)",
+        help="seconds SIGTERM waits for requests in flight (default: %(default)s)",
     )
     serve.add_argument(
-        "--keep-alive", type=positive_int, default=75, help="idle connection seconds (75)"
+        "--keep-alive",
+        type=positive_int,
+        default=75,
+        help="idle connection seconds (default: %(default)s)",
     )
     serve.add_argument("--ssl-certfile", type=Path, help="TLS certificate chain (PEM)")
     serve.add_argument("--ssl-keyfile", type=Path, help="TLS private key (PEM)")
