@@ -298,3 +298,37 @@ async def test_a_write_of_more_messages_than_a_request_may_carry_is_413(
         broken = await client.post(path, json={"messages": [{"role": "x", "content": padding}]})
         problem(broken, 422, "invalid-input")
     assert len(await store.load(sid)) == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"messages": [], "messages": [{"role": "user", "content": "x"}]}', '"messages" twice'),
+        (
+            b'{"messages": [{"role": "user", "content": "a", "content": "b"}]}',
+            '"content" twice',
+        ),
+        (
+            b'{"messages": [{"role": "user", "content": "a", "metadata": {"k": 1, "k": 2}}]}',
+            '"k" twice',
+        ),
+        (b'{"messages": [{"role": "user", "content": "x", "metadata": {"v": NaN}}]}', "JSON"),
+        (b'{"messages": [{"role": "user", "content": "x", "metadata": {"v": -Infinity}}]}', "JSON"),
+        ('{"messages": []}'.encode("utf-16"), "UTF-8"),
+        (b'{"messages": [{"role": "user", "content": "\xff"}]}', "UTF-8"),
+        (b'{"messages": [], "user_id": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "JSON"),
+    ],
+    ids=["top", "message", "metadata", "nan", "infinity", "utf-16", "latin-1", "deep"],
+)
+async def test_what_json_leaves_to_the_receiver_is_refused(
+    client: httpx.AsyncClient, store: PostgresStorage, sid: str, body: bytes, says: str
+) -> None:
+    """Issue 27: duplicate names were accepted, the last one winning; a parser in front
+    of the service may have read the first."""
+    path = f"/v1/sessions/{sid}/messages"
+    refused = await client.post(path, content=body, headers=_json())
+    assert says in str(problem(refused, 400, "malformed-request")["detail"])
+    assert not await store.exists(sid)
+    # the same document without the ambiguity is taken
+    taken = await client.post(path, json={"messages": [{"role": "user", "content": "a"}]})
+    assert taken.status_code == 201

@@ -111,10 +111,20 @@ async def test_if_none_match_star_creates_only(client: httpx.AsyncClient, sid: s
     )
     assert first.status_code == 201
     assert (again.status_code, again.json()["current_version"]) == (412, 1)
-    both = await client.put(
-        messages_of(sid), json={"messages": []}, headers={"If-None-Match": "*", "If-Match": '"1"'}
+    # RFC 9110 evaluates both; they never hold together: 412, and nothing written.
+    for tag in ('"1"', '"2"'):
+        both = await client.put(
+            messages_of(sid), json={"messages": []}, headers={"If-None-Match": "*", "If-Match": tag}
+        )
+        assert (both.status_code, both.json()["current_version"]) == (412, 1)
+        assert "never hold together" in both.json()["detail"]
+    absent = await client.put(
+        messages_of(sid + "-x"),
+        json={"messages": []},
+        headers={"If-None-Match": "*", "If-Match": '"1"'},
     )
-    assert both.status_code == 400
+    assert (absent.status_code, absent.json()["current_version"]) == (412, 0)
+    assert len((await client.get(messages_of(sid))).json()["messages"]) == 2
 
 
 async def test_a_window_holds_the_newest_messages_within_the_budget(

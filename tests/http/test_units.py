@@ -12,7 +12,7 @@ from ctxstore.http.app import documentation_app
 from ctxstore.http.auth import TokenRegistry, new_token, token_hash
 from ctxstore.http.conditions import not_modified, write_expectation
 from ctxstore.http.openapi import openapi_document, render
-from ctxstore.http.problems import ERROR_TYPES, Problem, problem_type_of
+from ctxstore.http.problems import ERROR_TYPES, NEVER_HOLDS, Problem, problem_type_of
 from ctxstore.http.schemas import MessageIn
 from ctxstore.models import Message
 
@@ -58,7 +58,13 @@ def test_a_token_pasted_in_place_of_its_hash_is_not_echoed() -> None:
 
 @pytest.mark.parametrize(
     ("if_match", "if_none_match", "expected"),
-    [(None, None, None), ('"7"', None, 7), (' "12" ', None, 12), (None, "*", 0)],
+    [
+        (None, None, None),
+        ('"7"', None, 7),
+        (' "12" ', None, 12),
+        (None, "*", 0),
+        ('"7"', "*", NEVER_HOLDS),  # both can't hold: the store answers 412
+    ],
 )
 def test_preconditions_become_expected_versions(
     if_match: str | None, if_none_match: str | None, expected: int | None
@@ -76,7 +82,7 @@ def test_preconditions_become_expected_versions(
         ('"0"', None),
         ('"99999999999999999999"', None),
         (None, '"7"'),
-        ('"7"', "*"),
+        ("7", "*"),
     ],
 )
 def test_unsupported_preconditions_are_400(if_match: str | None, if_none_match: str | None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ctxstore.errors import ConflictError
-from ctxstore.http.problems import MALFORMED, Problem
+from ctxstore.http.problems import MALFORMED, NEVER_HOLDS, Problem
 from ctxstore.storage.rules import NEW_SESSION
 
 #: The OpenAPI pattern of a version tag (If-Match takes exactly one).
@@ -25,26 +25,20 @@ _ANY_TAG = '(?:W/)?"[!#-~]*"'  # the same, nothing captured
 #: The OpenAPI pattern of a read's If-Match and If-None-Match, and what the server takes:
 #: * or a list of entity tags, optional whitespace around them, empty elements ignored
 #: (RFC 9110 section 5.6.1).
-TAG_LIST_PATTERN = (
-    rf"^{_OWS}(?:\*|(?:,{_OWS})*{_ANY_TAG}(?:{_OWS},(?:{_OWS}{_ANY_TAG})?)*){_OWS}$"
-)
+TAG_LIST_PATTERN = rf"^{_OWS}(?:\*|(?:,{_OWS})*{_ANY_TAG}(?:{_OWS},(?:{_OWS}{_ANY_TAG})?)*){_OWS}$"
 _TAG_LIST = re.compile(TAG_LIST_PATTERN)
 _TAGS = re.compile(_TAG)
 
 
 def write_expectation(if_match: str | None, if_none_match: str | None) -> int | None:
-    """The ``expected_version`` a write's preconditions ask for (None: unconditional)."""
-    if if_match is not None and if_none_match is not None:
-        raise Problem(MALFORMED, "give If-Match or If-None-Match, not both")
-    if if_none_match is not None:
-        if if_none_match.strip() != "*":
-            raise Problem(
-                MALFORMED, "a write takes If-None-Match: * (create only), not a list of tags"
-            )
-        return NEW_SESSION
-    if if_match is not None:
-        return _one_version(if_match)
-    return None
+    """The ``expected_version`` a write's preconditions ask for (None: unconditional).
+    Both headers can't hold at once (RFC 9110 section 13.2.2 evaluates both): 412."""
+    if if_none_match is not None and if_none_match.strip() != "*":
+        raise Problem(MALFORMED, "a write takes If-None-Match: * (create only), not a list of tags")
+    expected = _one_version(if_match) if if_match is not None else None
+    if if_none_match is None:
+        return expected
+    return NEW_SESSION if expected is None else NEVER_HOLDS
 
 
 def _one_version(value: str) -> int:

@@ -194,6 +194,12 @@ def problem_response(
     )
 
 
+#: The expected version of a write with both If-Match and If-None-Match: *, which can't
+#: both hold (the one needs the resource, the other its absence): no stored version is
+#: this one, so the store refuses the write atomically and says where it stands.
+NEVER_HOLDS = 2**63 - 1
+
+
 def error_response(error: CtxStoreError, *, conditional: bool, retry_after: int) -> Response:
     """The problem for a ctxstore error raised by a request (``conditional``: it had
     If-Match or If-None-Match: *, so a version conflict is a failed precondition)."""
@@ -201,16 +207,22 @@ def error_response(error: CtxStoreError, *, conditional: bool, retry_after: int)
     headers: dict[str, str] = {}
     extensions: dict[str, Any] = {}
     status = kind.status
+    message = error.message
     if isinstance(error, ConflictError) and not isinstance(error, SessionOwnerError):
         status = 412 if conditional else 409
         current = error.current_version
+        if error.expected_version == NEVER_HOLDS:
+            message = (
+                "If-Match and If-None-Match: * never hold together: the one needs the "
+                f"resource, the other its absence (its version is {current})"
+            )
         if current is not None:
             extensions["current_version"] = current
             if current > 0:
                 headers["ETag"] = etag(current)
     if status == 503:
         headers["Retry-After"] = str(retry_after)
-    return problem_response(kind, error.message, headers, status=status, **extensions)
+    return problem_response(kind, message, headers, status=status, **extensions)
 
 
 def etag(version: int) -> str:
