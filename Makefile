@@ -27,8 +27,20 @@ $(STAMP): pyproject.toml | venv-check
 	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,http]'
 	@touch $(STAMP)
 
+# The demo needs ctxstore and the embedded PostgreSQL only: a first `make demo` installs
+# just those (pip's own lines show the progress), not the test and lint toolchain.
+DEMO_STAMP := $(VENV)/.demo-stamp
+
+$(DEMO_STAMP): pyproject.toml | venv-check
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $(DEMO_STAMP); else \
+	    echo "== installing ctxstore and the embedded PostgreSQL into $(VENV) (the demo needs nothing else) =="; \
+	    test -x $(BIN)/python || $(PYTHON_FOR_VENV) -m venv $(VENV); \
+	    $(BIN)/python -m pip install --quiet --upgrade pip && \
+	    $(BIN)/python -m pip install --progress-bar on -e '.[embedded]' && \
+	    touch $(DEMO_STAMP); fi
+
 ## Start the embedded PostgreSQL, migrate, save and reload a short consultation.
-demo: venv-check $(STAMP)
+demo: venv-check $(DEMO_STAMP)
 	$(BIN)/ctxstore demo
 
 ## The whole test suite on a real PostgreSQL (see README: which server is used).
