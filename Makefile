@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTHON_FOR_VENV := $(shell PYTHON='$(PYTHON)' scripts/pick-python)
 
-.PHONY: demo test lint format check bench clean venv-check
+.PHONY: demo test lint format check docs bench clean venv-check
 
 # A venv built by another version than PYTHON names would quietly run that other version.
 venv-check:
@@ -60,6 +60,16 @@ format: venv-check $(STAMP)
 
 check: lint test
 
+DOCS_STAMP := $(VENV)/.docs-stamp
+
+$(DOCS_STAMP): $(STAMP) | venv-check
+	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,http,docs]'
+	@touch $(DOCS_STAMP)
+
+## The documentation site in site/, built strictly: a broken link or reference fails.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 BENCH_STAMP := $(VENV)/.bench-stamp
 
 $(BENCH_STAMP): $(STAMP) | venv-check
@@ -86,4 +96,4 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.soak
 
 clean:
-	rm -rf $(VENV) .ctxstore .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .ctxstore .pytest_cache .mypy_cache .ruff_cache .hypothesis site
