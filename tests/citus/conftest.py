@@ -7,8 +7,8 @@ yield that database, emptied before each test, so the conformance suite, the con
 tests and the hostile-input catalogue run unchanged against the cluster.
 
 They run once per CI run, in its PostgreSQL step: ``CTXSTORE_CITUS_TESTS=0`` (set by .ci/run
-for the embedded-server runs) skips them, saying so; without Citus installed they skip
-with the reason.
+for the embedded-server runs) leaves them out, and so does a machine without Citus; either
+way the run ends with one line saying how many were left out and why.
 """
 
 from __future__ import annotations
@@ -32,10 +32,32 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if HERE in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.citus)
+#: What the run's summary says about the Citus tests it left out.
+_LEFT_OUT: list[str] = []
+
+
+def _why_not_run() -> str | None:
+    if os.environ.get(SWITCH_ENV) == "0":
+        return f"{SWITCH_ENV}=0 (.ci/run runs them once, in its PostgreSQL step)"
+    reason = unavailable_reason()
+    return f"{reason} (they are optional; docs/testing.md)" if reason else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    citus = [item for item in items if HERE in Path(str(item.fspath)).parents]
+    for item in citus:
+        item.add_marker(pytest.mark.citus)
+    reason = _why_not_run() if citus else None
+    if reason is not None:  # one line in the summary, not one SKIPPED line per test
+        config.hook.pytest_deselected(items=citus)
+        left_out = set(citus)
+        items[:] = [item for item in items if item not in left_out]
+        _LEFT_OUT.append(f"{len(citus)} Citus tests not run: {reason}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _LEFT_OUT:
+        terminalreporter.write_line(line)
 
 
 def ctxstore(*args: str, env: dict[str, str] | None = None) -> str:
@@ -65,10 +87,8 @@ async def query(url: URL, sql: str, *args: object) -> list[asyncpg.Record]:
 
 @pytest.fixture(scope="session")
 def citus_cluster() -> Iterator[CitusCluster]:
-    if os.environ.get(SWITCH_ENV) == "0":
-        pytest.skip(f"{SWITCH_ENV}=0: the Citus tests run in another step of this CI run")
-    reason = unavailable_reason()
-    if reason is not None:
+    reason = _why_not_run()  # their items were left out at collection; this is a fixture's
+    if reason is not None:  # use from elsewhere
         pytest.skip(f"no Citus cluster for the tests: {reason}")
     cluster = CitusCluster()
     cluster.start()
