@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("agents", reason="the agents extra is not installed")
 
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.items import ModelResponse, TResponseInputItem
 from agents.memory import Session, SessionSettings
 from agents.models.interface import Model
@@ -346,6 +346,43 @@ def _text(text: str, item_id: str) -> ResponseOutputMessage:
         status="completed",
         content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
     )
+
+
+async def test_session_settings_given_as_a_mapping_are_the_sdks(
+    pg: PostgresStorage, sid: str
+) -> None:
+    """Issue 30: a dict was kept as it was, so Runner crashed calling .resolve on it, and
+    unknown keys were accepted silently."""
+    session = CtxstoreSession(sid, pg, session_settings={"limit": 2})
+    assert session.session_settings == SessionSettings(limit=2)
+    items = _texts("1", "2", "3")
+    await session.add_items(items)
+    assert await session.get_items() == items[1:]
+    for bad in ({"limt": 2}, {"limit": "many"}, ["limit", 2]):
+        with pytest.raises(InvalidInputError, match="session_settings"):
+            CtxstoreSession(sid, pg, session_settings=bad)  # type: ignore[arg-type]
+
+
+async def test_runner_takes_session_settings_from_the_run_config(
+    pg: PostgresStorage, sid: str
+) -> None:
+    set_tracing_disabled(True)
+    model = FakeModel([[_text("first", "m1")], [_text("second", "m2")]])
+    agent = Agent(name="brief", model=model)
+    session = CtxstoreSession(sid, pg, session_settings={"limit": 10})
+    config = RunConfig(session_settings=SessionSettings(limit=1))
+
+    await Runner.run(agent, "one", session=session, run_config=config)
+    await Runner.run(agent, "two", session=session, run_config=config)
+
+    # the model saw the newest stored item only (RunConfig's limit 1, not the session's
+    # 10), then the new input
+    sent = model.inputs[-1]
+    assert [(item.get("role"), item.get("id")) for item in sent] == [
+        ("assistant", "m1"),
+        ("user", None),
+    ]
+    assert sent[-1] == {"role": "user", "content": "two"}
 
 
 class FakeModel(Model):

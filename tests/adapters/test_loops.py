@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+import uuid
 
 import pytest
 
@@ -17,7 +19,7 @@ from sqlalchemy import URL
 from ctxstore import PostgresStorage
 from ctxstore.adapters import call_blocking
 from ctxstore.adapters.langchain import CtxstoreChatMessageHistory
-from ctxstore.adapters.loops import settled
+from ctxstore.adapters.loops import on_home_loop, settled
 
 
 async def test_a_call_from_another_loop_runs_on_the_storages_loop(
@@ -101,3 +103,71 @@ async def test_settled_finishes_the_work_then_reports_the_cancellation() -> None
         await task
     assert finished.is_set()
     assert await settled(work()) == "done"
+
+
+class _Storage:
+    """Any object serves as the key of a storage's loop."""
+
+
+def test_a_handed_over_call_outlives_the_loop_that_served_the_storage() -> None:
+    """Issue 30: a call handed to the storage's home loop was lost (CancelledError, or a
+    hang) when that loop ended while the call ran."""
+    storage = _Storage()
+    started, finished = threading.Event(), threading.Event()
+    outcomes: list[object] = []
+
+    async def slow() -> str:
+        started.set()
+        await asyncio.sleep(0.3)
+        finished.set()
+        return "landed"
+
+    def caller() -> None:
+        try:
+            outcomes.append(asyncio.run(on_home_loop(storage, slow)))
+        except BaseException as error:  # the test reports what happened
+            outcomes.append(error)
+
+    async def first_home() -> None:
+        await on_home_loop(storage, lambda: asyncio.sleep(0))  # this loop serves it now
+        threading.Thread(target=caller, daemon=True).start()
+        await asyncio.to_thread(started.wait, 5)  # the other loop's call is running
+
+    asyncio.run(first_home())  # ... and this loop ends under it
+    deadline = time.monotonic() + 5
+    while not outcomes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert outcomes == ["landed"]
+    assert finished.is_set()
+
+
+def test_threads_with_their_own_loops_share_one_storage(module_database_url: URL) -> None:
+    """Issue 30: four threads, each running its own loops (as Runner.run_sync does) on
+    its own session over one PostgresStorage, hung in 4 of 5 runs."""
+    storage = PostgresStorage.from_url(module_database_url)
+    sessions = [f"loops-{uuid.uuid4().hex[:8]}-{index}" for index in range(4)]
+    failures: list[BaseException] = []
+
+    def worker(session_id: str) -> None:
+        history = CtxstoreChatMessageHistory(session_id, storage)
+        try:
+            for turn in range(5):
+                asyncio.run(history.aadd_messages([HumanMessage(f"{session_id} {turn}")]))
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=worker, args=(sid,), daemon=True) for sid in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    try:
+        assert not any(thread.is_alive() for thread in threads), "a thread hung"
+        assert failures == []
+        for session_id in sessions:
+            stored = call_blocking(storage, storage.load, session_id)
+            assert [m.content for m in stored] == [f"{session_id} {turn}" for turn in range(5)]
+    finally:
+        for session_id in sessions:
+            call_blocking(storage, storage.delete, session_id)
+        call_blocking(storage, storage.close)

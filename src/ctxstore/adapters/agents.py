@@ -50,11 +50,27 @@ _ROLES: dict[str, Role] = {
 }
 
 
+def _settings(given: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    """The SDK's SessionSettings for what a caller gave (Runner calls ``.resolve`` on it)."""
+    if given is None:
+        return SessionSettings()
+    if isinstance(given, SessionSettings):
+        return given
+    if not isinstance(given, Mapping):
+        raise InvalidInputError(f"session_settings must be SessionSettings or a mapping: {given!r}")
+    try:
+        return SessionSettings().resolve(dict(given))
+    except (TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+        raise InvalidInputError(f"session_settings: {error}".splitlines()[0]) from None
+
+
 class CtxstoreSession:
     """A session's items in ctxstore, as the Agents SDK's ``Session`` protocol.
 
     ``storage``: any ctxstore storage.  ``user_id``: recorded on the session (for
-    erase_user).  ``session_settings.limit``: the default ``limit`` of ``get_items``.
+    erase_user).  ``session_settings.limit``: the default ``limit`` of ``get_items``;
+    given as a mapping, it is converted as the SDK's own sessions convert it (an unknown
+    or ill-typed setting is InvalidInputError).
     """
 
     def __init__(
@@ -63,12 +79,12 @@ class CtxstoreSession:
         storage: VersionedStorage,
         *,
         user_id: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         self.session_id = check_session_id(session_id, limits_of(storage))
         self.storage = storage
         self.user_id = user_id
-        self.session_settings = session_settings or SessionSettings()
+        self.session_settings = _settings(session_settings)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Every item, oldest first; with ``limit``, the newest ``limit`` of them (still

@@ -5,14 +5,17 @@ opened them.  Framework interfaces are both synchronous and asynchronous, so eve
 adapter call goes through here, keyed by the storage:
 
 - the first asynchronous call makes the running loop the storage's home; later calls
-  from that loop run directly, calls from another running loop are handed to the home
-  loop and awaited there;
-- a synchronous call hands its coroutine to the home loop and waits; a storage that has
-  no home yet (plain synchronous code) gets a portal: a loop of its own on a daemon
-  thread, stopped when the storage is garbage collected;
+  from that loop run directly;
+- a call from any other thread or loop (a synchronous call, or another loop's) is never
+  handed to a loop the application runs, which may end while the call is in flight and
+  take it along: the storage moves to a portal, a loop of its own on a daemon thread
+  that lives as long as the storage, and every call from then on is handed to it and
+  awaited there (or waited for, from synchronous code);
 - a home loop that has been closed or is not running is not waited for: the calling
-  loop (or a new portal) becomes the home, and a PostgresStorage's pooled connections,
-  which belong to the old loop, are dropped (so ``asyncio.run`` twice works).
+  loop (or a new portal) becomes the home.
+
+Whenever the home changes, a PostgresStorage's pooled connections, which belong to the old
+loop, are dropped (so ``asyncio.run`` twice works); the new home opens its own.
 
 A synchronous call made on the home loop's own thread while it runs would wait for
 itself forever; it raises ConfigurationError instead, naming the asynchronous method.
@@ -77,6 +80,8 @@ async def on_home_loop(storage: object, call: Callable[[], Awaitable[T]]) -> T:
             if home is not None:
                 _forget_connections(storage)
             home = _homes[storage] = _Home(running)
+        elif home.loop is not running and home.thread is None:
+            home = _to_portal(storage)  # another loop's: it may end under the call
     if home.loop is running:
         return await call()
     return await asyncio.wrap_future(_submit(home.loop, call))
@@ -104,11 +109,17 @@ def call_blocking(
                 "for itself: await the asynchronous method instead (e.g. aget_messages, "
                 "aadd_messages, aclear)"
             )
-        if home is None or not home.usable():
-            if home is not None:
-                _forget_connections(storage)
-            home = _homes[storage] = _open_portal(storage)
+        if home is None or home.thread is None or not home.usable():
+            home = _to_portal(storage)  # an application's loop may end under the call
     return _submit(home.loop, lambda: function(*args, **kwargs)).result()
+
+
+def _to_portal(storage: object) -> _Home:
+    """Make a new portal the storage's home (call with ``_guard`` held)."""
+    if storage in _homes:
+        _forget_connections(storage)
+    home = _homes[storage] = _open_portal(storage)
+    return home
 
 
 def _forget_connections(storage: object) -> None:
