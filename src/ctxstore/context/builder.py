@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -130,7 +131,11 @@ class ContextBuilder:
     # -- planning ------------------------------------------------------------------------
 
     def _skeleton_tokens(self, skeleton: dict[str, Any], *, with_knowledge: bool) -> int:
-        return self.counter.count(serialize_parts(skeleton, [], [] if with_knowledge else None))
+        text = serialize_parts(skeleton, [], [] if with_knowledge else None)
+        try:
+            return _counted(self.counter, text)
+        except TypeError:  # a counter that can't be hashed: counted every time
+            return self.counter.count(text)
 
     def _plan_knowledge(
         self,
@@ -212,6 +217,13 @@ class ContextBuilder:
         if plan.knowledge:
             context["retrieved_knowledge"] = plan.knowledge
         return ContextContract.model_validate({**document, "context": context})
+
+
+@lru_cache(maxsize=64)
+def _counted(counter: TokenCounter, text: str) -> int:
+    # A build counts the same skeleton text several times (the budget check, the
+    # knowledge's base, the plan's total before any message): once is enough.
+    return counter.count(text)
 
 
 def _knowledge(item: KnowledgeItem | Mapping[str, Any]) -> KnowledgeItem:
