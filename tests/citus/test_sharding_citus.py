@@ -164,6 +164,7 @@ READS: dict[str, tuple[Any, dict[str, Any]]] = {
     "load": (sql.LOAD_SESSION, {}),
     "version": (sql.SESSION_VERSION, {}),
     "head": (sql.SESSION_HEAD, {}),
+    "head, summary, state and profile": (sql.SESSION_HEAD_AND_DOCUMENTS, {}),
     "window": (sql.NEWEST, {"before": 10, "limit": 5}),
     "window within a budget": (
         sql.NEWEST_WITHIN, {"before": 10, "limit": 5, "budget": 100, "encoding": COUNTER_LABEL}

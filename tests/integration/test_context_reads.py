@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import URL, text
 
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
+from ctxstore.storage.postgres import sql
 from ctxstore.storage.postgres.sql import NEWEST, NEWEST_WITHIN
 from ctxstore.tokens import TokenCounter
 
@@ -58,3 +59,31 @@ async def test_a_10000_message_context_reads_only_its_window(database_url: URL) 
     assert len(window.messages) > 100
     assert requested and sum(requested) < 2 * 8000 // 40 + 64  # rows asked for, not 10,000
     print(f"rows requested for two 8,000-token windows of 10,000 messages: {sum(requested)}")
+
+
+async def test_a_contract_reads_its_head_and_documents_in_one_statement(
+    database_url: URL,
+) -> None:
+    """The head, the latest summary, the state and the user's profile: one statement, not
+    four round trips (issue 27: the context route's reads)."""
+    async with PostgresStorage.from_url(database_url) as storage:
+        await storage.save("s", long_history(20), user_id="u1")
+        await storage.save_summary("s", "早前：膝盖下坠感", covers_until=9)
+        await storage.save_state("s", {"stage": "assessing", "pain_level": "4"})
+        await storage.save_profile("u1", {"age": 46, "known_limitations": ["膝"]})
+        issued: list[str] = []
+        await storage.watch_connections(
+            lambda connection: connection.add_query_logger(lambda query: issued.append(query.query))
+        )
+        contract = await ContextBuilder(storage).build("s", "t", "继续", token_budget=8000)
+        missing = await ContextBuilder(storage).build("none", "t", "你好", token_budget=8000)
+    context = contract.context
+    assert context.conversation_summary == "早前：膝盖下坠感"
+    assert context.consultation_state.stage == "assessing"
+    assert context.user_profile is not None and context.user_profile.age == 46
+    assert contract.meta.included_message_count == 10  # after the summary's messages
+    assert missing.context.recent_messages == [] and missing.context.user_profile is None
+    one_read = sql.SESSION_HEAD_AND_DOCUMENTS.sql
+    assert issued.count(one_read) == 2
+    separate = (sql.SESSION_HEAD, sql.LATEST_SUMMARY, sql.CURRENT_STATE, sql.CURRENT_PROFILE)
+    assert not {statement.sql for statement in separate} & set(issued)

@@ -13,6 +13,8 @@ from ctxstore.storage.postgres.statement import Driver
 
 #: Loads the data keys a read needs, on the given connection (PostgresStorage._keys_for).
 KeyLoader = Callable[[set[int], Driver], Awaitable[rows.Keys | None]]
+#: A document head() did not read with the session's head.
+_UNREAD: Any = object()
 
 
 class PostgresSessionReader:
@@ -32,6 +34,9 @@ class PostgresSessionReader:
         #: Stored counts under another label (TokenCounter.count_label) are not used.
         self._encoding = encoding
         self._load_keys = keys
+        #: The head's row with the session's summary, state and profile (m_, st_, p_
+        #: columns), when head() read them together; None: each is read when asked.
+        self._documents: Any = None
 
     async def _keys(self, key_ids: set[int]) -> rows.Keys | None:
         if self._load_keys is None:
@@ -44,35 +49,60 @@ class PostgresSessionReader:
         return rows_to_messages(opened, session_id=self.session_id)
 
     async def head(self) -> SessionHead:
+        """The head, read with the summary, state and profile a context needs next (one
+        statement instead of four)."""
         if self._head is not None:
             return self._head
-        row = await sql.SESSION_HEAD.fetchrow(self._driver, sid=self.session_id)
+        row = await sql.SESSION_HEAD_AND_DOCUMENTS.fetchrow(self._driver, sid=self.session_id)
         if row is None:
-            return SessionHead(False, 0, 0, None, None)
-        return SessionHead(
+            self._head = SessionHead(False, 0, 0, None, None)
+            return self._head
+        self._documents = row
+        self._head = SessionHead(
             True, int(row["version"]), int(row["message_count"]), row["created_at"], row["user_id"]
         )
+        return self._head
 
     async def latest_summary(self) -> Summary | None:
-        row = await sql.LATEST_SUMMARY.fetchrow(self._driver, sid=self.session_id)
+        row = self._document("m_", "summary_version")
+        if row is _UNREAD:
+            row = await sql.LATEST_SUMMARY.fetchrow(self._driver, sid=self.session_id)
         if row is None:
             return None
         keys = await self._keys({row["key_id"]} - {None})
         return rows.summary_from_row(row, self.session_id, keys)
 
     async def state(self) -> Versioned[ConsultationState] | None:
-        row = await sql.CURRENT_STATE.fetchrow(self._driver, sid=self.session_id)
+        row = self._document("st_", "version")
+        if row is _UNREAD:
+            row = await sql.CURRENT_STATE.fetchrow(self._driver, sid=self.session_id)
         if row is None:
             return None
         keys = await self._keys({row["key_id"]} - {None})
         return rows.state_from_row(row, self.session_id, keys)
 
     async def profile(self, user_id: str) -> Versioned[UserProfile] | None:
-        row = await sql.CURRENT_PROFILE.fetchrow(self._driver, user_id=user_id)
+        row = self._document("p_", "version") if user_id == self._head_user() else _UNREAD
+        if row is _UNREAD:
+            row = await sql.CURRENT_PROFILE.fetchrow(self._driver, user_id=user_id)
         if row is None:
             return None
         keys = await self._keys({row["key_id"]} - {None})
         return rows.profile_from_row(row, user_id, keys)
+
+    def _head_user(self) -> str | None:
+        return self._head.user_id if self._head is not None else None
+
+    def _document(self, prefix: str, present: str) -> Any:
+        """The prefixed columns of the head's row as a row of their own (None: there is
+        no such document; _UNREAD: head() did not read it)."""
+        found = self._documents
+        if found is None:
+            return None if self._head is not None and not self._head.exists else _UNREAD
+        if found[prefix + present] is None:
+            return None
+        cut = len(prefix)
+        return {name[cut:]: value for name, value in found.items() if name.startswith(prefix)}
 
     async def newest(
         self, before: int, limit: int, token_budget: int | None = None

@@ -102,6 +102,30 @@ RETURNING version;
 SELECT version, message_count, created_at, user_id FROM sessions AS s
  WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
 
+-- name: session_head_and_documents --
+-- A context's first read, in one statement: the session head, then its latest summary (m_), its state (st_) and its user's profile (p_), each NULL when there is none.
+SELECT s.version, s.message_count, s.created_at, s.user_id,
+       m.summary_version AS m_summary_version, m.text AS m_text,
+       m.covers_until AS m_covers_until, m.token_count AS m_token_count,
+       m.format_version AS m_format_version, m.created_at AS m_created_at,
+       m.key_id AS m_key_id, m.sealed AS m_sealed,
+       st.document AS st_document, st.format_version AS st_format_version,
+       st.version AS st_version, st.updated_at AS st_updated_at, st.key_id AS st_key_id,
+       st.sealed AS st_sealed,
+       p.document AS p_document, p.format_version AS p_format_version, p.version AS p_version,
+       p.updated_at AS p_updated_at, p.key_id AS p_key_id, p.sealed AS p_sealed
+  FROM sessions AS s
+  LEFT JOIN LATERAL (
+      SELECT summary_version, text, covers_until, token_count, format_version, created_at,
+             key_id, sealed
+        FROM summaries
+       WHERE session_id = :sid
+       ORDER BY summary_version DESC
+       LIMIT 1) AS m ON true
+  LEFT JOIN consultation_states AS st ON st.session_id = :sid
+  LEFT JOIN user_profiles AS p ON p.user_id = s.user_id
+ WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+
 -- name: replica_freshness --
 -- Replica freshness.
 SELECT s.version, s.message_count, s.created_at, s.user_id,
