@@ -28,11 +28,18 @@ def register(commands: Commands) -> None:
         help="a file of token grants, one a line (default: $CTXSTORE_HTTP_TOKENS_FILE; "
         "$CTXSTORE_HTTP_TOKENS, the grants themselves, wins over both)",
     )
+    defaults = Settings.model_fields  # the settings own these defaults: shown, not restated
     serve.add_argument(
-        "--max-body-bytes", type=positive_int, help="largest request body (default: 4 MiB)"
+        "--max-body-bytes",
+        type=positive_int,
+        help="largest request body in bytes (default: "
+        f"{defaults['http_max_body_bytes'].default}, $CTXSTORE_HTTP_MAX_BODY_BYTES)",
     )
     serve.add_argument(
-        "--pool-size", type=positive_int, help="connections per worker (default: 10)"
+        "--pool-size",
+        type=positive_int,
+        help="connections per worker (default: "
+        f"{defaults['http_pool_size'].default}, $CTXSTORE_HTTP_POOL_SIZE)",
     )
     serve.add_argument(
         "--graceful-timeout",
