@@ -43,9 +43,13 @@ $(DEMO_STAMP): pyproject.toml | venv-check
 demo: venv-check $(DEMO_STAMP)
 	$(BIN)/ctxstore demo
 
+# Test processes (pytest-xdist): more than the cores, because most of the suite waits on
+# the servers, subprocesses and timers it starts (docs/testing.md has the figures).
+TEST_WORKERS ?= 4
+
 ## The whole test suite on a real PostgreSQL (see README: which server is used).
 test: venv-check $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 ## ruff, mypy --strict and the import contracts (lint-imports).
 lint: venv-check $(STAMP)

@@ -26,6 +26,32 @@ def pytest_report_header() -> list[str]:
     ]
 
 
+#: Lines for the end of the run's summary, from this process or its pytest-xdist workers.
+SUMMARY_LINES: list[str] = []
+
+
+def add_summary_line(config: pytest.Config, line: str) -> None:
+    """Say ``line`` once at the end of the run (a worker hands it to its controller)."""
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput.setdefault("summary_lines", []).append(line)
+    elif line not in SUMMARY_LINES:
+        SUMMARY_LINES.append(line)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    # Every worker collects the same tests, so their lines repeat: each is said once.
+    for line in getattr(node, "workeroutput", {}).get("summary_lines", []):
+        if line not in SUMMARY_LINES:
+            SUMMARY_LINES.append(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in SUMMARY_LINES:
+        terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that talks to PostgreSQL or Redis, so CI can select or rerun them."""
     for item in items:

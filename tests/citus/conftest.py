@@ -26,14 +26,11 @@ import pytest
 from sqlalchemy import URL
 
 from tests.citus.cluster import CitusCluster, unavailable_reason
+from tests.conftest import add_summary_line
 
 SWITCH_ENV = "CTXSTORE_CITUS_TESTS"
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-
-
-#: What the run's summary says about the Citus tests it left out.
-_LEFT_OUT: list[str] = []
 
 
 def _why_not_run() -> str | None:
@@ -52,12 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=citus)
         left_out = set(citus)
         items[:] = [item for item in items if item not in left_out]
-        _LEFT_OUT.append(f"{len(citus)} Citus tests not run: {reason}")
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for line in _LEFT_OUT:
-        terminalreporter.write_line(line)
+        add_summary_line(config, f"{len(citus)} Citus tests not run: {reason}")
 
 
 def ctxstore(*args: str, env: dict[str, str] | None = None) -> str:
