@@ -35,16 +35,14 @@ def add_summary_line(config: pytest.Config, line: str) -> None:
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput.setdefault("summary_lines", []).append(line)
-    elif line not in SUMMARY_LINES:
+    elif line not in SUMMARY_LINES:  # every worker collects the same tests: said once
         SUMMARY_LINES.append(line)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    # Every worker collects the same tests, so their lines repeat: each is said once.
     for line in getattr(node, "workeroutput", {}).get("summary_lines", []):
-        if line not in SUMMARY_LINES:
-            SUMMARY_LINES.append(line)
+        add_summary_line(node.config, line)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
