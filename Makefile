@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTHON_FOR_VENV := $(shell PYTHON='$(PYTHON)' scripts/pick-python)
 
-.PHONY: demo test lint format check docs bench clean venv-check
+.PHONY: demo test test-slow test-all lint format check docs bench clean venv-check
 
 # A venv built by another version than PYTHON names would quietly run that other version.
 venv-check:
@@ -47,8 +47,18 @@ demo: venv-check $(DEMO_STAMP)
 # the servers, subprocesses and timers it starts (docs/testing.md has the figures).
 TEST_WORKERS ?= 4
 
-## The whole test suite on a real PostgreSQL (see README: which server is used).
+## The test suite on a real PostgreSQL (see README: which server is used), but for the
+## tests marked slow (test-slow).
 test: venv-check $(STAMP)
+	CTXSTORE_SLOW_TESTS=0 $(BIN)/pytest -n $(TEST_WORKERS)
+
+## The tests marked slow: outage histories, the Go programs, the stateful models, the CLI
+## end to end, schemathesis (.ci/run runs them after `make test`).
+test-slow: venv-check $(STAMP)
+	$(BIN)/pytest -n $(TEST_WORKERS) -m slow
+
+## Everything `make test` and `make test-slow` run, in one run.
+test-all: venv-check $(STAMP)
 	$(BIN)/pytest -n $(TEST_WORKERS)
 
 ## ruff, mypy --strict and the import contracts (lint-imports).

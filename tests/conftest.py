@@ -50,8 +50,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(line)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that talks to PostgreSQL or Redis, so CI can select or rerun them."""
+#: ``CTXSTORE_SLOW_TESTS=0`` (``make test``) leaves the tests marked slow out, in one line.
+SLOW_ENV = "CTXSTORE_SLOW_TESTS"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that talks to PostgreSQL or Redis, so CI can select or rerun them;
+    leave the slow ones out when told, else run them first, so parallel processes share
+    them and finish together."""
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow and os.environ.get(SLOW_ENV) == "0":
+        config.hook.pytest_deselected(items=slow)
+        left_out = set(slow)
+        items[:] = [item for item in items if item not in left_out]
+        add_summary_line(
+            config,
+            f"{len(slow)} slow tests not run ({SLOW_ENV}=0, as make test sets): "
+            "`make test-slow` runs them, .ci/run runs both",
+        )
+    else:
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         callspec = getattr(item, "callspec", None)

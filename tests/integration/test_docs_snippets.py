@@ -71,6 +71,7 @@ def test_every_block_is_accounted_for() -> None:
     assert not set(SHELL_RUN) & set(SHELL_RECIPES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("page", "index", "code"),
     [block for block in blocks(_SHELL) if block[:2] in SHELL_RUN],

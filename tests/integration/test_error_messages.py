@@ -141,6 +141,7 @@ async def test_a_database_behind_names_both_revisions(behind_database_url: URL) 
 # -- the database ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_missing_database_is_named_without_the_password(
     missing_database_url: tuple[URL, str],
 ) -> None:

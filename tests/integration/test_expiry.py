@@ -8,6 +8,7 @@ import subprocess
 import sys
 from datetime import datetime, timedelta
 
+import pytest
 from sqlalchemy import URL, text
 
 from ctxstore import Message, PostgresStorage
@@ -127,6 +128,7 @@ def test_purge_expired_command(database_url: URL) -> None:
     assert "purging sessions [" in result.stderr
 
 
+@pytest.mark.slow
 async def test_writes_with_a_ttl_update_the_session_row_in_place(database_url: URL) -> None:
     """Each write moves expires_at; no index holds it, so the row update stays HOT (no new
     index entries): the sessions indexes don't grow with every turn."""

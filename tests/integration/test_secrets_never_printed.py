@@ -38,7 +38,8 @@ from ctxstore.errors import (
 )
 from tests.pg_harness import PgTestServer
 
-pytestmark = pytest.mark.postgres
+# Slow: nearly every test runs the ctxstore command, a process of its own (make test-slow).
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -72,6 +72,7 @@ async def test_users_racing_to_create_a_session_leave_it_to_one(database_url: UR
         assert len(outcomes) == 4, outcomes  # every pair of paths raced
 
 
+@pytest.mark.slow
 async def test_erasure_completes_while_the_user_keeps_opening_sessions(
     sealed: PostgresStorage, database_url: URL, encryption: Encryption
 ) -> None:

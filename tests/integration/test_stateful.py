@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -181,10 +182,12 @@ def redis_machine(redis_url: str) -> type[StorageComparison]:
     return RedisComparison
 
 
+@pytest.mark.slow
 def test_postgres_matches_the_memory_model(database_url: URL) -> None:
     run_state_machine_as_test(postgres_machine(database_url), settings=SETTINGS)
 
 
+@pytest.mark.slow
 def test_redis_matches_the_memory_model(redis_url: str) -> None:
     run_state_machine_as_test(redis_machine(redis_url), settings=SETTINGS)
 

@@ -51,6 +51,7 @@ def _run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.slow
 def test_the_go_client_is_formatted_and_vetted(go: str, tmp_path: Path) -> None:
     env = go_env(tmp_path)
     unformatted = _run([str(Path(go).with_name("gofmt")), "-l", "."], env)
@@ -59,6 +60,7 @@ def test_the_go_client_is_formatted_and_vetted(go: str, tmp_path: Path) -> None:
     assert vetted.returncode == 0, vetted.stderr
 
 
+@pytest.mark.slow
 def test_the_go_client_passes_its_tests_against_a_live_server(
     go: str, server: tuple[LiveServer, Tokens], tmp_path: Path
 ) -> None:

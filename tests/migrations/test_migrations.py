@@ -163,6 +163,7 @@ def ctxstore_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Co
     )
 
 
+@pytest.mark.slow
 def test_ctxstore_db_commands_never_print_the_password(empty_database_url: URL) -> None:
     with_password = empty_database_url.set(password="s3cret-Passw0rd")
     raw = with_password.render_as_string(hide_password=False)

@@ -224,6 +224,7 @@ def documents(draw: st.DrawFn) -> Any:
     return document
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_the_schema_and_the_parser_accept_the_same_documents(document: dict[str, Any]) -> None:
