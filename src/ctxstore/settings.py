@@ -128,6 +128,12 @@ class Settings(BaseSettings):
         "before encryption remains; `rotate-keys --reencrypt --seal-plaintext` seals it).",
         False,
     )
+    token_encoding: str = _variable(
+        "TOKEN_ENCODING",
+        "The tiktoken encoding stored token counts are made with: o200k_base for GPT-4o and "
+        "later models (then run `ctxstore recount`), cl100k_base for GPT-4.",
+        "cl100k_base",
+    )
     telemetry: bool = _variable(
         "TELEMETRY", "1: OpenTelemetry spans and metrics of storage calls (0/off: none).", False
     )
@@ -223,6 +229,23 @@ class Settings(BaseSettings):
     @classmethod
     def _adopt(cls, value: Any, info: Any) -> Any:
         return _switch(value, info, "{name}={value!r}: use 1 (adopt existing roles) or 0")
+
+    @field_validator("token_encoding", mode="before")
+    @classmethod
+    def _token_encoding(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return "cl100k_base"
+        import tiktoken  # noqa: PLC0415 - only when the variable is set
+
+        known = sorted(tiktoken.list_encoding_names())
+        if value not in known:
+            raise ConfigurationError(
+                f"{PREFIX}TOKEN_ENCODING={value[:40]!r} is not a tiktoken encoding: use one "
+                f"of {', '.join(known)}"
+            )
+        return value
 
     @field_validator("telemetry", mode="before")
     @classmethod

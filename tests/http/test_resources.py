@@ -11,6 +11,7 @@ import pytest
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.contract import parse_contract
 from ctxstore.storage.postgres import PostgresStorage
+from ctxstore.tokens import TokenCounter
 
 pytestmark = pytest.mark.postgres
 
@@ -338,3 +339,27 @@ async def test_list_headers_take_rfc_9110_lists_and_nothing_else(
             answer = await client.get(messages_of(sid), headers={header: value})
             assert answer.status_code == 400, (header, value, answer.status_code)
             assert answer.headers["content-type"] == "application/problem+json"
+
+
+async def test_a_context_counted_for_a_model_fits_that_models_budget(
+    client: httpx.AsyncClient, store: PostgresStorage, sid: str
+) -> None:
+    """Issue 29: ``model`` picks the encoding the budget is counted in (gpt-4o: o200k_base)."""
+    for number in range(40):
+        await client.post(messages_of(sid), json={"messages": turn(number)})
+    request = {"turn_id": "t", "user_message": "那我现在应该怎么锻炼？", "token_budget": 700}
+    default = await client.post(f"/v1/sessions/{sid}/context", json=request)
+    for_4o = await client.post(f"/v1/sessions/{sid}/context", json={**request, "model": "gpt-4o"})
+    assert (default.status_code, for_4o.status_code) == (200, 200)
+    o200k = TokenCounter("o200k_base")
+    assert o200k.count(for_4o.text) <= 700
+    expected = await ContextBuilder(store, model="gpt-4o").build(
+        sid, "t", "那我现在应该怎么锻炼？", token_budget=700
+    )
+    assert for_4o.text == expected.to_json()
+    counts = [parse_contract(a.content).meta.included_message_count for a in (default, for_4o)]
+    assert counts[0] != counts[1]  # the same budget holds a different window per encoding
+    unknown = await client.post(
+        f"/v1/sessions/{sid}/context", json={**request, "model": "claude-opus"}
+    )
+    assert unknown.status_code == 422 and "unknown model" in unknown.json()["detail"]

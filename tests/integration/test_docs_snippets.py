@@ -33,6 +33,7 @@ EXPECTED: dict[tuple[str, int], str] = {
     ("guide.md", 5): "1\n",
     ("context-contract.md", 0): "1 True\n",
     ("legacy-formats.md", 0): "ctx:session:docs-go-layout ['膝盖']\n",
+    ("models.md", 0): "o200k_base\nTrue 30\nTrue 4\n",
     ("production.md", 0): "PostgresStorage\n",
     ("telemetry.md", 0): "",
 }
@@ -41,7 +42,8 @@ EXPECTED: dict[tuple[str, int], str] = {
 #: Shell blocks the suite runs: (page, index) -> a line their output must hold.
 SHELL_RUN: dict[tuple[str, int], str] = {
     ("guide.md", 2): '"consultations": 200',
-    ("guide.md", 3): "0022",
+    ("guide.md", 3): "0023",
+    ("models.md", 0): "recounted",
 }
 #: Shell blocks that deploy something this suite can't be: what each needs.
 SHELL_RECIPES: dict[tuple[str, int], str] = {
@@ -50,6 +52,7 @@ SHELL_RECIPES: dict[tuple[str, int], str] = {
     ("guide.md", 1): "a running ctxstore serve and its token (tests/http/test_live.py)",
     ("guide.md", 4): "a PgBouncer, a migrator login and a replica (tests/integration)",
     ("http.md", 0): "an install from a clone, then a server that runs until stopped",
+    ("models.md", 1): "a summarizer of your own (tests/integration/test_summaries.py runs one)",
     ("telemetry.md", 0): "an install from a clone",
     ("threat-model.md", 0): "a real user's id and the migrator's login",
     ("turn-cost.md", 0): "a second checkout of the repository to compare with",

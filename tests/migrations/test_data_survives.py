@@ -754,3 +754,38 @@ def test_0022_lets_the_app_role_read_the_revision_and_takes_it_back(
 async def _seed_one(url: URL) -> None:
     async with PostgresStorage.from_url(url) as storage:
         await storage.save("seeded", [Message(role="user", content="before 0022")])
+
+
+def test_summary_jobs_of_0023_queue_beside_data_of_0022_and_go_back(
+    empty_database_url: URL,
+) -> None:
+    """0023 adds the summary jobs table: the sessions of 0022 are untouched, a job is
+    enqueued and claimed once, and the downgrade drops only the jobs."""
+    from ctxstore.summaries import SummaryQueue  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "head")
+    history = [Message(role="user", content=f"turn {n}") for n in range(5)]
+
+    async def seed() -> None:
+        async with PostgresStorage.from_url(url) as storage:
+            await storage.save("j0", history)
+
+    async def enqueue_and_claim() -> tuple[int | None, int | None]:
+        async with PostgresStorage.from_url(url) as storage:
+            assert await storage.load("j0") == history
+            queue = SummaryQueue(storage)
+            await queue.enqueue("j0", 2)
+            await queue.enqueue("j0", 1)  # a waiting job only reaches further
+            first = await queue.claim(30)
+            second = await queue.claim(30)
+            return (first.until if first else None), (second.until if second else None)
+
+    asyncio.run(seed())
+    migrations.downgrade(url, "0022")
+    migrations.upgrade(url, "head")
+    assert asyncio.run(enqueue_and_claim()) == (2, None)
+    migrations.downgrade(url, "0022")
+    assert asyncio.run(rows(url, "SELECT to_regclass('summary_jobs')")) == [(None,)]
+    assert asyncio.run(rows(url, "SELECT message_count FROM sessions")) == [(5,)]
+    migrations.upgrade(url, "head")

@@ -12,6 +12,8 @@ COMMANDS = {
     "db": {"upgrade", "downgrade", "current", "distribute", "roles", "min-group-size"},
     "contract": {"schema", "example"},
     "upgrade-data": set(),
+    "recount": set(),
+    "summarize-worker": set(),
     "import-redis": set(),
     "analytics": set(),
     "seed-sample": set(),

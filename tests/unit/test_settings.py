@@ -46,7 +46,7 @@ def test_src_reads_no_ctxstore_variable_elsewhere() -> None:
 
 def test_every_variable_has_its_documented_name() -> None:
     names = {str(field.validation_alias) for field in Settings.model_fields.values()}
-    assert len(names) == 32 and all(name.startswith("CTXSTORE_") for name in names)
+    assert len(names) == 33 and all(name.startswith("CTXSTORE_") for name in names)
 
 
 def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,6 +64,9 @@ def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatc
     assert defaults.backup_retention is None
     monkeypatch.setenv("CTXSTORE_BACKUP_RETENTION_DAYS", "35")
     assert load_settings().backup_retention == timedelta(days=35)
+    assert defaults.token_encoding == "cl100k_base"
+    monkeypatch.setenv("CTXSTORE_TOKEN_ENCODING", "o200k_base")
+    assert load_settings().token_encoding == "o200k_base"
 
 
 @pytest.mark.parametrize(
@@ -79,6 +82,7 @@ def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatc
         ("CTXSTORE_ANALYTICS_MIN_GROUP_SIZE", "1", "CTXSTORE_ANALYTICS_MIN_GROUP_SIZE='1'"),
         ("CTXSTORE_APP_ROLE", "Bad Name", r"\(CTXSTORE_APP_ROLE\)"),
         ("CTXSTORE_ROLE_PREFIX", "pg_x", r"\(CTXSTORE_ROLE_PREFIX\)"),
+        ("CTXSTORE_TOKEN_ENCODING", "gpt-4o", "is not a tiktoken encoding: use one of .*o200k"),
     ],
 )
 def test_a_bad_value_is_a_configuration_error_naming_it(

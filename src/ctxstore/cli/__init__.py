@@ -5,9 +5,10 @@ command, and is the one place that turns ctxstore errors into messages and exit 
 - options.py: --database-url and the argument types the commands share;
 - db.py: ``db upgrade|downgrade|current|distribute|roles|min-group-size``;
 - analytics.py: ``analytics REPORT``;
-- maintenance.py: ``upgrade-data``, ``seed-sample``, ``purge-expired``, ``rotate-keys``,
-  ``erase-user``;
-- import_redis.py, serve.py, contract.py, demo.py, dev.py: the command each names;
+- maintenance.py: ``upgrade-data``, ``recount``, ``seed-sample``, ``purge-expired``,
+  ``rotate-keys``, ``erase-user``;
+- summarize.py, import_redis.py, serve.py, contract.py, demo.py, dev.py: the command each
+  names (summarize.py: ``summarize-worker``);
 - reference.py: docs/cli.md, generated from the parser.
 """
 
@@ -21,7 +22,17 @@ import traceback
 from collections.abc import Sequence
 
 from ctxstore import __version__, telemetry
-from ctxstore.cli import analytics, contract, db, demo, dev, import_redis, maintenance, serve
+from ctxstore.cli import (
+    analytics,
+    contract,
+    db,
+    demo,
+    dev,
+    import_redis,
+    maintenance,
+    serve,
+    summarize,
+)
 from ctxstore.db import migrations
 from ctxstore.db.engine import normalize_url, redact
 from ctxstore.db.errors import schema_missing
@@ -30,7 +41,7 @@ from ctxstore.redaction import redact_log_records
 from ctxstore.settings import Settings, load_settings
 
 #: In the order ``ctxstore --help`` lists them.
-COMMANDS = (db, maintenance, import_redis, analytics, serve, contract, demo, dev)
+COMMANDS = (db, maintenance, summarize, import_redis, analytics, serve, contract, demo, dev)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""The maintenance commands on a database's rows: ``upgrade-data``, ``purge-expired``,
+"""The maintenance commands on a database's rows: ``upgrade-data``, ``recount``, ``purge-expired``,
 ``rotate-keys``, ``erase-user`` and ``seed-sample`` (each calls the library on a store)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ctxstore.db.engine import normalize_url
 from ctxstore.errors import ConfigurationError
 from ctxstore.settings import Settings
 from ctxstore.storage.postgres import PostgresStorage
+from ctxstore.tokens import TokenCounter
 
 
 def register(commands: Commands) -> None:
@@ -28,6 +29,22 @@ def register(commands: Commands) -> None:
         help="sessions listed per batch (default: %(default)s)",
     )
     upgrade.set_defaults(func=upgrade_data)
+
+    recount = commands.add_parser(
+        "recount",
+        help="store the token counts of every message in another encoding (in batches, "
+        "safe while live)",
+    )
+    target = recount.add_mutually_exclusive_group(required=True)
+    target.add_argument("--encoding", help="the tiktoken encoding, e.g. o200k_base")
+    target.add_argument("--model", help="the model whose encoding to use, e.g. gpt-4o")
+    recount.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=500,
+        help="messages read and written per statement (default: %(default)s)",
+    )
+    recount.set_defaults(func=recount_counts)
 
     seed = commands.add_parser(
         "seed-sample", help="write realistic sample consultations through the public API"
@@ -106,7 +123,7 @@ def register(commands: Commands) -> None:
         "then says what is left and what to run; a later erase-user runs them)",
     )
     erase.set_defaults(func=erase_user)
-    for sub in (upgrade, seed, purge, rotate, erase):
+    for sub in (upgrade, recount, seed, purge, rotate, erase):
         add_database_url(sub)
 
 
@@ -117,8 +134,25 @@ def database_url(args: argparse.Namespace, settings: Settings) -> URL:
 
 def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
     return PostgresStorage.from_url(
-        database_url(args, settings), backup_retention=settings.backup_retention
+        database_url(args, settings),
+        backup_retention=settings.backup_retention,
+        token_counter=TokenCounter(settings.token_encoding),
     )
+
+
+def recount_counts(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.recount import recount_store  # noqa: PLC0415
+
+    counter = TokenCounter.for_model(args.model) if args.model else TokenCounter(args.encoding)
+    counter.count("")  # an unknown encoding is refused before anything connects
+
+    async def run() -> int:
+        async with open_store(args, settings) as storage:
+            report = await recount_store(storage, counter, batch_size=args.batch_size)
+        print(report.summary())
+        return 0
+
+    return asyncio.run(run())
 
 
 def upgrade_data(args: argparse.Namespace, settings: Settings) -> int:

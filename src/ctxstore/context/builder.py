@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ctxstore.context.compression import message_cost, storage_counter, walk_newest
+from ctxstore.context.compression import chosen_counter, message_cost, walk_newest
 from ctxstore.contract import (
     CONTEXT_VERSION,
     ContextContract,
@@ -60,7 +60,7 @@ class ContextBuilder:
     """Builds Context Contracts from a VersionedStorage.
 
     ``token_counter`` (the encoding ``meta.token_budget`` is measured in) defaults to the
-    storage's own.
+    encoding of ``model`` when given (``model="gpt-4o"``: o200k_base), else the storage's own.
     """
 
     def __init__(
@@ -68,10 +68,11 @@ class ContextBuilder:
         storage: VersionedStorage,
         *,
         token_counter: TokenCounter | None = None,
+        model: str | None = None,
         initial_state: ConsultationState = INITIAL_STATE,
     ) -> None:
         self.storage = storage
-        self.counter = token_counter or storage_counter(storage) or TokenCounter()
+        self.counter = chosen_counter(storage, token_counter, model)
         self.initial_state = initial_state
 
     async def build(

@@ -50,6 +50,18 @@ def storage_counter(storage: object) -> TokenCounter | None:
     return counter if isinstance(counter, TokenCounter) else None
 
 
+def chosen_counter(
+    storage: object, token_counter: TokenCounter | None = None, model: str | None = None
+) -> TokenCounter:
+    """What a context is counted with: ``token_counter``, else the encoding ``model`` uses
+    (``"gpt-4o"``: o200k_base), else the storage's own counter, else cl100k_base."""
+    if model is not None:
+        if token_counter is not None:
+            raise InvalidInputError("give a token_counter or a model, not both")
+        return TokenCounter.for_model(model)
+    return token_counter or storage_counter(storage) or TokenCounter()
+
+
 def cost_of(stored: StoredMessage, counter: TokenCounter) -> int | None:
     """A message's contract cost counted with ``counter``.
 
@@ -208,7 +220,9 @@ class TokenBudget:
 class SummarizeOldest:
     """Summary + recent messages: when the unsummarized history passes ``trigger_tokens``,
     everything but the newest ``keep_recent`` messages is folded into the next summary
-    version by ``summarizer`` (called outside any database transaction)."""
+    version by ``summarizer`` (called outside any database transaction), inside the call
+    that asked for the context: for tests and demos.  Services summarize in the
+    background instead (``ctxstore.summaries.SummarizeInBackground``)."""
 
     summarizer: Summarizer
     keep_recent: int
@@ -217,48 +231,89 @@ class SummarizeOldest:
     async def window(
         self, storage: VersionedStorage, session_id: str, counter: TokenCounter
     ) -> ContextWindow:
-        async with storage.reader(session_id) as reader:
-            head = await reader.head()
-            summary = await reader.latest_summary()
-            covered = summary.covers_until if summary else -1
-            if _counts_with(storage, counter):
-                _, tokens = await reader.token_total(covered)
-            else:  # the stored counts are in another encoding: count what the trigger needs
-                tokens = await _tokens_over(reader, head, counter, covered, self.trigger_tokens)
-        until = head.message_count - self.keep_recent - 1
-        if tokens > self.trigger_tokens and until > covered:
-            await self._summarize(storage, session_id, counter, summary, covered, until)
-        async with storage.reader(session_id) as reader:
-            head = await reader.head()
-            summary = await reader.latest_summary()
-            floor = summary.covers_until if summary else -1
-            chosen, costs = await select_newest(reader, head, counter, floor=floor)
-        return _window(head, chosen, costs, summary)
+        due = await summary_due(storage, session_id, counter, self.keep_recent, self.trigger_tokens)
+        if due.until is not None:
+            with suppress(ConflictError):  # another worker summarized first: serve theirs
+                await summarize_span(storage, session_id, self.summarizer, due.summary, due.until)
+        return await summary_window(storage, session_id, counter)
 
-    async def _summarize(
-        self,
-        storage: VersionedStorage,
-        session_id: str,
-        counter: TokenCounter,
-        previous: Summary | None,
-        covered: int,
-        until: int,
-    ) -> None:
-        async with storage.reader(session_id) as reader:
-            old = await reader.span(covered + 1, until + 1)
-        text = await self.summarizer(old, previous.text if previous else None)
-        # A summary's stored count says nothing of its encoding, so it is only ever made
-        # with the storage's own counter, like its message counts (context code never
-        # reads it: the builder counts the summary inside the contract it builds).
-        own = storage_counter(storage)
-        with suppress(ConflictError):  # another worker summarized first: serve theirs
-            await storage.save_summary(
-                session_id,
-                text,
-                covers_until=until,
-                token_count=own.count(text) if own is not None else None,
-                expected_version=previous.summary_version if previous else 0,
-            )
+
+@dataclass(frozen=True)
+class SummaryDue:
+    """A session's latest summary, and how far the next one should reach."""
+
+    summary: Summary | None
+    #: The last position to fold into the next summary; None: the trigger has not passed.
+    until: int | None
+
+    @property
+    def covered(self) -> int:
+        return self.summary.covers_until if self.summary else -1
+
+
+async def summary_due(
+    storage: VersionedStorage,
+    session_id: str,
+    counter: TokenCounter,
+    keep_recent: int,
+    trigger_tokens: int,
+) -> SummaryDue:
+    """Whether the history after the latest summary passes ``trigger_tokens``: then all
+    but the newest ``keep_recent`` messages are due to be summarized."""
+    async with storage.reader(session_id) as reader:
+        head = await reader.head()
+        summary = await reader.latest_summary()
+        covered = summary.covers_until if summary else -1
+        if _counts_with(storage, counter):
+            _, tokens = await reader.token_total(covered)
+        else:  # the stored counts are in another encoding: count what the trigger needs
+            tokens = await _tokens_over(reader, head, counter, covered, trigger_tokens)
+    until = head.message_count - keep_recent - 1
+    passed = tokens > trigger_tokens and until > covered
+    return SummaryDue(summary, until if passed else None)
+
+
+async def summary_window(
+    storage: VersionedStorage,
+    session_id: str,
+    counter: TokenCounter,
+    max_tokens: int | None = None,
+) -> ContextWindow:
+    """The latest summary and the messages after it (the newest that fit ``max_tokens``)."""
+    async with storage.reader(session_id) as reader:
+        head = await reader.head()
+        summary = await reader.latest_summary()
+        floor = summary.covers_until if summary else -1
+        chosen, costs = await select_newest(
+            reader, head, counter, max_tokens=max_tokens, floor=floor
+        )
+    return _window(head, chosen, costs, summary)
+
+
+async def summarize_span(
+    storage: VersionedStorage,
+    session_id: str,
+    summarizer: Summarizer,
+    previous: Summary | None,
+    until: int,
+) -> None:
+    """Fold the messages after ``previous`` through position ``until`` into the next
+    summary version; ConflictError when another one was stored since ``previous``."""
+    covered = previous.covers_until if previous else -1
+    async with storage.reader(session_id) as reader:
+        old = await reader.span(covered + 1, until + 1)
+    text = await summarizer(old, previous.text if previous else None)
+    # A summary's stored count says nothing of its encoding, so it is only ever made
+    # with the storage's own counter, like its message counts (context code never
+    # reads it: the builder counts the summary inside the contract it builds).
+    own = storage_counter(storage)
+    await storage.save_summary(
+        session_id,
+        text,
+        covers_until=until,
+        token_count=own.count(text) if own is not None else None,
+        expected_version=previous.summary_version if previous else 0,
+    )
 
 
 def _counts_with(storage: VersionedStorage, counter: TokenCounter) -> bool:

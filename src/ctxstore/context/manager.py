@@ -17,7 +17,7 @@ from ctxstore.context.compression import (
     CompressionStrategy,
     ContextWindow,
     TokenBudget,
-    storage_counter,
+    chosen_counter,
 )
 from ctxstore.keyed_locks import KeyedLocks
 from ctxstore.storage.base import MessageInput, VersionedStorage
@@ -27,8 +27,9 @@ from ctxstore.tokens import TokenCounter
 class ContextManager:
     """Appends of a session's messages over a VersionedStorage, one at a time per session.
 
-    ``token_counter`` defaults to the storage's own, the one its stored counts are made
-    with, so contexts use them instead of recounting.
+    ``token_counter`` defaults to the encoding of ``model`` when given (``"gpt-4o"``:
+    o200k_base), else the storage's own, the one its stored counts are made with, so
+    contexts use them instead of recounting.
     """
 
     def __init__(
@@ -37,10 +38,11 @@ class ContextManager:
         *,
         strategy: CompressionStrategy | None = None,
         token_counter: TokenCounter | None = None,
+        model: str | None = None,
     ) -> None:
         self.storage = storage
         self.strategy: CompressionStrategy = strategy or TokenBudget(4000)
-        self.token_counter = token_counter or storage_counter(storage) or TokenCounter()
+        self.token_counter = chosen_counter(storage, token_counter, model)
         self._locks = KeyedLocks()
 
     async def add_message(

@@ -350,6 +350,28 @@ def _applied_writes(name: str, subject: str) -> Table:
 applied_session_writes = _applied_writes("applied_session_writes", "session_id")
 applied_profile_writes = _applied_writes("applied_profile_writes", "user_id")
 
+# -- summaries in the background (revision 0023) ----------------------------------------------
+
+# One job per session whose unsummarized history passed its trigger, leased to one worker
+# at a time (ctxstore/summaries).  No foreign key: a job whose session is gone is dropped
+# when claimed; an erasure deletes the user's jobs.  last_error: the error's class only.
+summary_jobs = Table(
+    "summary_jobs",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("until_seq", Integer, nullable=False),
+    Column("state", Text, nullable=False, server_default=text("'queued'")),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("run_after", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("lease_token", Uuid, nullable=True),
+    Column("lease_until", DateTime(timezone=True), nullable=True),
+    Column("enqueued_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("last_error", Text, nullable=True),
+    CheckConstraint("state IN ('queued', 'running', 'dead')", name="state"),
+    CheckConstraint("(state = 'running') = (lease_token IS NOT NULL)", name="lease"),
+    Index("ix_summary_jobs_due", "run_after", postgresql_where=text("state <> 'dead'")),
+)
+
 # -- encryption at rest (revision 0009) -------------------------------------------------------
 
 # Data keys, one current per owner ('u:' + user id, or 's:' + session id for a session

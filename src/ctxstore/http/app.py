@@ -130,6 +130,7 @@ def documentation_app() -> FastAPI:
 def _attach(app: FastAPI, store: PostgresStorage) -> None:
     app.state.store = store
     app.state.builder = ContextBuilder(store)
+    app.state.builders = {}  # a builder per encoding a request's model asks for
 
 
 def _install_handlers(app: FastAPI, retry_after: int) -> None:

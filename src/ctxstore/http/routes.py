@@ -43,6 +43,7 @@ from ctxstore.http.security import guarded
 from ctxstore.models import ConsultationState, UserProfile
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION
 from ctxstore.storage.store import Store
+from ctxstore.tokens import TokenCounter
 
 _MAX_ID = DEFAULT_LIMITS.max_session_id_length
 SessionId = Annotated[str, Path(min_length=1, max_length=_MAX_ID, description="The session id")]
@@ -403,6 +404,8 @@ async def put_state(
 async def build_context(request: Request, session_id: SessionId) -> Response:
     body = await parse(request, ContextRequest)
     builder: ContextBuilder = request.app.state.builder
+    if body.model is not None:
+        builder = _builder_for(request, TokenCounter.for_model(body.model))
     contract = await builder.build(
         session_id,
         body.turn_id,
@@ -411,6 +414,17 @@ async def build_context(request: Request, session_id: SessionId) -> Response:
         token_budget=body.token_budget,
     )
     return Response(contract.to_json(), media_type=JSON)
+
+
+def _builder_for(request: Request, counter: TokenCounter) -> ContextBuilder:
+    """A builder counting with ``counter``, one per encoding for the life of the app."""
+    builders: dict[str, ContextBuilder] = request.app.state.builders
+    found = builders.get(counter.encoding_name)
+    if found is None:
+        found = builders[counter.encoding_name] = ContextBuilder(
+            _store(request), token_counter=counter
+        )
+    return found
 
 
 # -- user profiles ------------------------------------------------------------------------------

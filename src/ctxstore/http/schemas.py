@@ -114,6 +114,9 @@ class ContextRequest(_Request):
     user_message: StrictStr
     token_budget: Annotated[int, Field(gt=0, le=2**31 - 1), WHOLE_NUMBER] = 8000
     retrieved_knowledge: list[KnowledgeIn] = Field(default_factory=list)
+    #: Count the budget in the encoding this model uses (gpt-4o: o200k_base); default:
+    #: the service's own (CTXSTORE_TOKEN_ENCODING).
+    model: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
 
 
 class MessageOut(BaseModel):

@@ -17,6 +17,7 @@ from ctxstore.encryption import Encryption
 from ctxstore.http.auth import TokenRegistry
 from ctxstore.settings import DEFAULT_MAX_BODY, Settings
 from ctxstore.storage.postgres import PostgresStorage
+from ctxstore.tokens import DEFAULT_ENCODING, TokenCounter
 
 MAX_BODY_ENV = "CTXSTORE_HTTP_MAX_BODY_BYTES"
 POOL_SIZE_ENV = "CTXSTORE_HTTP_POOL_SIZE"
@@ -46,6 +47,8 @@ class HttpSettings:
     access_log: bool = True
     #: Messages in one write request (413 past it).
     max_messages: int = 2000
+    #: The encoding stored token counts are made with (CTXSTORE_TOKEN_ENCODING).
+    token_encoding: str = DEFAULT_ENCODING
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HttpSettings:
@@ -63,6 +66,7 @@ class HttpSettings:
             else None,
             access_log=settings.http_access_log,
             max_messages=settings.http_max_messages,
+            token_encoding=settings.token_encoding,
         )
 
     def open_store(self) -> PostgresStorage:
@@ -73,4 +77,5 @@ class HttpSettings:
             ttl=self.session_ttl,
             operation_timeout=self.operation_timeout,
             encryption=self.encryption,
+            token_counter=TokenCounter(self.token_encoding),
         )

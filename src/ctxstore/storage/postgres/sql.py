@@ -36,6 +36,7 @@ FILES = (
     "keys.sql",
     "maintenance.sql",
     "write_ids.sql",
+    "summary_jobs.sql",
 )
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.M)

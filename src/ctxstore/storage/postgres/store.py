@@ -692,6 +692,7 @@ class PostgresStorage(Store):
                 driver, user_id=user_id, session_ids=list(row["session_ids"])
             )
             await sql.ERASE_SESSION_WRITE_IDS.execute(driver, session_ids=list(row["session_ids"]))
+            await sql.ERASE_SUMMARY_JOBS.execute(driver, session_ids=list(row["session_ids"]))
             await sql.ERASE_PROFILE_WRITE_IDS.execute(driver, user_id=user_id)
         if self._keys is not None:
             self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])

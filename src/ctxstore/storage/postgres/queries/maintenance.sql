@@ -168,3 +168,19 @@ ON CONFLICT (day) DO UPDATE
 -- name: forget_refreshed_day --
 -- A day no consultation is first active on any longer.
 DELETE FROM analytics_refreshed_days WHERE day = :day;
+
+-- name: count_to_recount --
+-- Messages whose stored count is under another label than :encoding.
+SELECT count(*) FROM messages WHERE token_encoding IS DISTINCT FROM :encoding;
+
+-- name: sessions_to_recount --
+-- Sessions with a message whose stored count is under another label than :encoding.
+SELECT DISTINCT session_id FROM messages WHERE token_encoding IS DISTINCT FROM :encoding
+ ORDER BY session_id;
+
+-- name: store_recount --
+-- Counts under another label replaced by counts under :encoding (not one written meanwhile).
+UPDATE messages AS m SET token_count = r.token_count, token_encoding = :encoding
+  FROM unnest((:seqs)::int[], (:counts)::int[]) AS r(seq, token_count)
+ WHERE m.session_id = :sid AND m.seq = r.seq
+   AND m.token_encoding IS DISTINCT FROM :encoding;

@@ -1,0 +1,1 @@
+"""OpenAI's tiktoken rank files, gzipped (read by ctxstore.encodings)."""
