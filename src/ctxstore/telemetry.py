@@ -105,7 +105,10 @@ class SummaryQueueCounts(Protocol):
 
 
 class SummaryQueue(Protocol):
-    """What a summary queue shows telemetry: the job counts its workers last read."""
+    """What a summary queue shows telemetry: its database and the job counts its
+    workers last read."""
+
+    pool_name: str
 
     @property
     def last_counts(self) -> SummaryQueueCounts: ...
@@ -422,25 +425,37 @@ async def observed(operation: str, hook: Awaitable[T], *, session: str | None) -
     return await current.observe(operation, "postgresql", hook, session=session, user=None)
 
 
+def _latest_counts() -> dict[str, SummaryQueueCounts]:
+    """Per database, the counts of its queues with the most jobs (queues on one database
+    read the same table; each read is as fresh as its worker's last poll)."""
+    latest: dict[str, SummaryQueueCounts] = {}
+    for queue in list(_summary_queues):
+        counts, seen = queue.last_counts, latest.get(queue.pool_name)
+        if seen is None or counts.queued + counts.running > seen.queued + seen.running:
+            latest[queue.pool_name] = counts
+    return latest
+
+
 def _summary_queue_states(options: CallbackOptions) -> Iterable[Observation]:
     from opentelemetry.metrics import Observation  # noqa: PLC0415  (optional)
 
-    queues = list(_summary_queues)
-    # The queues of a process are on one database as a rule: report the largest read.
     return [
         Observation(
-            max(getattr(queue.last_counts, state) for queue in queues), {"ctxstore.state": state}
+            getattr(counts, state),
+            {"db.client.connection.pool.name": name, "ctxstore.state": state},
         )
+        for name, counts in sorted(_latest_counts().items())
         for state in ("queued", "running", "dead")
-        if queues
     ]
 
 
 def _summary_oldest(options: CallbackOptions) -> Iterable[Observation]:
     from opentelemetry.metrics import Observation  # noqa: PLC0415  (optional)
 
-    queues = list(_summary_queues)
-    return [Observation(max(queue.last_counts.oldest for queue in queues))] if queues else []
+    return [
+        Observation(counts.oldest, {"db.client.connection.pool.name": name})
+        for name, counts in sorted(_latest_counts().items())
+    ]
 
 
 def _fallback_states(options: CallbackOptions) -> Iterable[Observation]:

@@ -259,12 +259,13 @@ async def test_the_in_process_runner_summarizes_while_the_service_runs(
     summarizer = Recorder(delay=0.1)
     manager = ContextManager(storage, strategy=SummarizeInBackground(queue, KEEP, TRIGGER))
     await storage.save("s", history(30))
-    async with SummaryWorker(queue, summarizer, poll_seconds=30).running():
-        await manager.get_context("s")  # wakes the runner: no 30-second poll
-        for _ in range(100):
+    async with SummaryWorker(queue, summarizer, poll_seconds=60).running():
+        await asyncio.sleep(0.2)  # the runner found nothing and waits for its next poll
+        await manager.get_context("s")  # wakes the runner: no 60-second poll
+        for _ in range(400):
             if await storage.load_summary("s") is not None:
                 break
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)
     assert summarizer.calls == [30 - KEEP]
 
 
@@ -283,8 +284,10 @@ async def test_telemetry_counts_jobs_lag_and_the_queue(
     assert exported.value("ctxstore.summary.jobs", ctxstore_result="summarized").value == 1
     assert exported.value("ctxstore.summary.jobs", ctxstore_result="dead").value == 1
     assert exported.value("ctxstore.summary.lag").count == 1
-    assert exported.value("ctxstore.summary.queue", ctxstore_state="dead").value == 1
-    assert exported.value("ctxstore.summary.queue", ctxstore_state="queued").value == 0
+    this = {"db_client_connection_pool_name": storage.pool_name}  # other tests' queues
+    assert exported.value("ctxstore.summary.queue", ctxstore_state="dead", **this).value == 1
+    assert exported.value("ctxstore.summary.queue", ctxstore_state="queued", **this).value == 0
+    assert exported.value("ctxstore.summary.oldest", **this).value == 0
     spans = [span for span in exported.spans() if span.name == "ctxstore.summarize"]
     assert len(spans) == 2
     for span in spans:

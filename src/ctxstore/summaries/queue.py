@@ -56,6 +56,8 @@ class SummaryQueue:
 
     def __init__(self, storage: PostgresStorage) -> None:
         self.storage = storage
+        #: The database, as telemetry names it (``host:port/database``).
+        self.pool_name = storage.pool_name
         self.wake = asyncio.Event()
         #: The last counts read (what telemetry's gauges report).
         self.last_counts = QueueCounts(0, 0, 0, 0.0)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -21,6 +22,8 @@ from ctxstore.errors import ConflictError, CtxStoreError, InvalidInputError
 from ctxstore.summaries.queue import Lease, SummaryQueue
 
 log = logging.getLogger("ctxstore.summaries")
+#: Seconds between two reads of the queue's counts (telemetry's gauges).
+COUNT_EVERY = 5.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class SummaryWorker:
         self.backoff = backoff or Backoff()
         self.poll_seconds = poll_seconds
         self.stats = WorkerStats()
+        self._counted_at = -COUNT_EVERY
         telemetry.watch_summary_queue(queue)
 
     async def run_once(self) -> bool:
@@ -121,20 +125,22 @@ class SummaryWorker:
 
     async def _claim(self, stop: asyncio.Event) -> Lease | None:
         """A due job, or None after waiting for one (a poll, a wake-up or ``stop``)."""
+        self.queue.wake.clear()  # before the claim: an enqueue after it wakes the wait
         if not stop.is_set():
             try:
                 lease = await self.queue.claim(self.lease_seconds)
-                await self.queue.counts()  # telemetry's queue gauges, and the next poll's
+                if time.monotonic() - self._counted_at >= COUNT_EVERY:
+                    self._counted_at = time.monotonic()
+                    await self.queue.counts()  # what telemetry's queue gauges report
             except CtxStoreError as error:  # the database is away: try again at the next poll
                 log.warning("summary jobs unreachable: %s", error)
                 lease = None
             if lease is not None:
                 return lease
-        self.queue.wake.clear()
         stopping = asyncio.ensure_future(stop.wait())
         woken = asyncio.ensure_future(self.queue.wake.wait())
         await asyncio.wait(
-            {stopping, woken}, timeout=self.poll_seconds, return_when="FIRST_COMPLETED"
+            {stopping, woken}, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
         )
         stopping.cancel()
         woken.cancel()

@@ -195,6 +195,11 @@ class PostgresStorage(Store):
         return self._engine
 
     @property
+    def pool_name(self) -> str:
+        """``host:port/database``: how telemetry names this storage's database."""
+        return self._connections.pool_name
+
+    @property
     def operation_timeout(self) -> float:
         return self._connections.operation_timeout
 
