@@ -224,4 +224,7 @@ async def test_redis_killed_in_outages_loses_no_acknowledged_write(
         assert stats["journaled"] > 0 and stats["refused"] == 0
     else:
         assert stats["refused"] > 0 and stats["journaled"] == 0
-    assert result.ops["ok"] > 100
+    # Enough acknowledged work for the history to mean something. A journal that refuses
+    # acknowledges nothing during outages (a third of the run, more on a loaded machine:
+    # 84 in one CI run beside the other slow tests), so its floor is lower.
+    assert result.ops["ok"] > (100 if durable else 40)
