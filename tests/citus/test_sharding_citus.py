@@ -33,7 +33,7 @@ from tests.migrations.test_distribution_rules import distribution_problems
 COUNTER_LABEL = TokenCounter().count_label
 SESSION_TABLES = {
     "sessions", "messages", "summaries", "consultation_states", "consultation_state_history",
-    "applied_session_writes",
+    "applied_session_writes", "summary_jobs",
 }  # fmt: skip
 
 
