@@ -16,6 +16,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from ctxstore.storage.postgres import PostgresStorage, sql
 
@@ -83,8 +84,12 @@ class SummaryQueue:
                     driver, sid=session_id, token=token, lease_seconds=lease_seconds
                 )
                 if row is not None:
+                    # The database's clock on both sides (Citus allows no now() in RETURNING):
+                    # the lease ends lease_seconds after the claim.
+                    claimed = row["lease_until"] - timedelta(seconds=lease_seconds)
+                    waited = (claimed - row["enqueued_at"]).total_seconds()
                     return Lease(
-                        row["session_id"], row["until_seq"], row["attempts"], token, row["waited"]
+                        row["session_id"], row["until_seq"], row["attempts"], token, waited
                     )
         return None
 

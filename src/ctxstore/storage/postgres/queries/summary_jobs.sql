@@ -19,8 +19,7 @@ UPDATE summary_jobs
  WHERE session_id = :sid
    AND ((state = 'queued' AND run_after <= now())
         OR (state = 'running' AND lease_until < now()))
-RETURNING session_id, until_seq, attempts,
-          extract(epoch FROM now() - enqueued_at)::float8 AS waited;
+RETURNING session_id, until_seq, attempts, enqueued_at, lease_until;
 
 -- name: renew_summary_lease --
 -- The lease of :token moved on while its summarizer runs (no row: the lease was lost).
