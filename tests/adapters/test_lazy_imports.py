@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-FRAMEWORKS = ("langchain_core", "langsmith", "agents", "openai")
+FRAMEWORKS = ("langchain_core", "langsmith", "agents", "openai", "langgraph")
 
 
 def _run(code: str) -> str:
@@ -30,7 +30,11 @@ def test_ctxstore_and_its_backends_import_no_framework() -> None:
 
 @pytest.mark.parametrize(
     ("adapter", "framework", "extra"),
-    [("langchain", "langchain_core", "langchain"), ("agents", "agents", "agents")],
+    [
+        ("langchain", "langchain_core", "langchain"),
+        ("agents", "agents", "agents"),
+        ("langgraph", "langgraph", "langgraph"),
+    ],
 )
 def test_an_adapter_without_its_framework_says_which_extra(
     adapter: str, framework: str, extra: str

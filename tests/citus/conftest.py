@@ -108,7 +108,8 @@ def citus_database_url(citus_cluster: CitusCluster) -> URL:
 # Everything a test may write; data_keys last (every sealed table references it).
 _TABLES = (
     "sessions, messages, summaries, consultation_states, consultation_state_history, "
-    "user_profiles, summary_jobs, data_keys"
+    "user_profiles, summary_jobs, graph_writes, graph_channel_values, graph_checkpoints, "
+    "data_keys"
 )
 
 

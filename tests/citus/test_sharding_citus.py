@@ -33,7 +33,8 @@ from tests.migrations.test_distribution_rules import distribution_problems
 COUNTER_LABEL = TokenCounter().count_label
 SESSION_TABLES = {
     "sessions", "messages", "summaries", "consultation_states", "consultation_state_history",
-    "applied_session_writes", "summary_jobs",
+    "applied_session_writes", "summary_jobs", "graph_checkpoints", "graph_channel_values",
+    "graph_writes",
 }  # fmt: skip
 
 

@@ -34,6 +34,7 @@ EXPECTED: dict[tuple[str, int], str] = {
     ("context-contract.md", 0): "1 True\n",
     ("legacy-formats.md", 0): "ctx:session:docs-go-layout ['膝盖']\n",
     ("models.md", 0): "o200k_base\nTrue 30\nTrue 4\n",
+    ("langgraph.md", 0): "['My knee hurts.', 'Since when? (My knee hurts.)']\n",
     ("production.md", 0): "PostgresStorage\n",
     ("telemetry.md", 0): "",
 }

@@ -228,8 +228,9 @@ async def test_the_erasure_leaves_no_statistics_and_no_dead_rows(database_url: U
         assert receipt.vacuumed and receipt.vacuum_follow_up is None
         assert receipt.vacuum_note.startswith(
             "ANALYZE and VACUUM ran on sessions, messages, summaries, consultation_states, "
-            "consultation_state_history, user_profiles, data_keys: pg_stats and dead row "
-            "versions no longer hold the erased rows"
+            "consultation_state_history, user_profiles, data_keys, graph_checkpoints, "
+            "graph_channel_values, graph_writes: pg_stats and dead row versions no longer "
+            "hold the erased rows"
         )
         assert await traces(database_url, "erase-me") == set()
         assert await traces(database_url, COMPLAINT) == set()
@@ -308,7 +309,8 @@ async def test_an_app_login_erases_and_is_told_the_vacuum_did_not_run(
     assert not receipt.vacuumed
     assert receipt.vacuum_note.startswith(
         "not run: this login may not VACUUM or ANALYZE sessions, messages, summaries, "
-        "consultation_states, consultation_state_history, user_profiles, data_keys (only "
+        "consultation_states, consultation_state_history, user_profiles, data_keys, "
+        "graph_checkpoints, graph_channel_values, graph_writes (only "
         "their owner, the database's owner, a superuser or, on PostgreSQL 17+, a role "
         "granted MAINTAIN may; the app role is none of these); until it runs, pg_stats and "
         "dead row versions"

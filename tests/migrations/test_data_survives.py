@@ -789,3 +789,46 @@ def test_summary_jobs_of_0023_queue_beside_data_of_0022_and_go_back(
     assert asyncio.run(rows(url, "SELECT to_regclass('summary_jobs')")) == [(None,)]
     assert asyncio.run(rows(url, "SELECT message_count FROM sessions")) == [(5,)]
     migrations.upgrade(url, "head")
+
+
+def test_graph_checkpoints_of_0024_hang_off_the_sessions_of_0023_and_go_back(
+    empty_database_url: URL,
+) -> None:
+    """0024 adds LangGraph's checkpoint tables: the sessions of 0023 are untouched, a
+    graph's checkpoint lands beside one of them, and the downgrade drops only the
+    checkpoints (their thread's messages stay the session's)."""
+    pytest.importorskip("langgraph", reason="needs the langgraph extra")
+    from langgraph.checkpoint.base import empty_checkpoint  # noqa: PLC0415
+
+    from ctxstore.adapters.langgraph import CtxstoreSaver  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "0023")
+    history = [Message(role="user", content=f"turn {n}") for n in range(3)]
+
+    async def seed() -> None:
+        async with PostgresStorage.from_url(url) as storage:
+            await storage.save("g0", history)
+
+    async def checkpoint() -> list[str]:
+        async with PostgresStorage.from_url(url) as storage:
+            assert await storage.load("g0") == history
+            saver = CtxstoreSaver(storage)
+            config = {"configurable": {"thread_id": "g0", "checkpoint_ns": ""}}
+            made = empty_checkpoint()
+            made["channel_values"] = {"notes": "seen"}
+            made["channel_versions"] = {"notes": 1}
+            await saver.aput(config, made, {"source": "input", "step": -1}, {"notes": 1})
+            found = await saver.aget_tuple(config)
+            assert found is not None
+            return [m.content for m in await storage.load("g0")] + [
+                found.checkpoint["channel_values"]["notes"]
+            ]
+
+    asyncio.run(seed())
+    migrations.upgrade(url, "head")
+    assert asyncio.run(checkpoint()) == ["turn 0", "turn 1", "turn 2", "seen"]
+    migrations.downgrade(url, "0023")
+    assert asyncio.run(rows(url, "SELECT to_regclass('graph_checkpoints')")) == [(None,)]
+    assert asyncio.run(rows(url, "SELECT message_count FROM sessions")) == [(3,)]
+    migrations.upgrade(url, "head")

@@ -372,6 +372,76 @@ summary_jobs = Table(
     Index("ix_summary_jobs_due", "run_after", postgresql_where=text("state <> 'dead'")),
 )
 
+# -- LangGraph checkpoints (revision 0024) -----------------------------------------------------
+
+# A graph's thread is a session (ctxstore.adapters.langgraph): the root graph's messages are
+# the session's, a checkpoint records how many it holds (or the archived list that does,
+# after a fork rewrote the session); other channel values are versioned blobs.  Every row
+# hangs off its session, so deleting it (or erasing its user) deletes them.
+
+
+def _graph_session_id() -> Column[str]:
+    return Column(
+        "session_id",
+        Text,
+        ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+
+
+def _graph_key_id() -> Column[int]:
+    return Column(
+        "key_id",
+        BigInteger,
+        ForeignKey("data_keys.key_id", deferrable=True, initially="DEFERRED"),
+        nullable=True,
+    )
+
+
+graph_checkpoints = Table(
+    "graph_checkpoints",
+    metadata,
+    _graph_session_id(),
+    Column("checkpoint_ns", Text, primary_key=True),
+    Column("checkpoint_id", Text, primary_key=True),
+    Column("parent_checkpoint_id", Text, nullable=True),
+    Column("checkpoint_type", Text, nullable=False),
+    Column("checkpoint", LargeBinary, nullable=False),
+    Column("metadata", JSONB, nullable=False),
+    Column("messages_count", Integer, nullable=True),
+    Column("messages_archive", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    CheckConstraint("messages_archive IS NULL OR messages_count IS NOT NULL", name="messages"),
+    Index("ix_graph_checkpoints_run_id", text("(metadata ->> 'run_id')")),
+)
+
+graph_channel_values = Table(
+    "graph_channel_values",
+    metadata,
+    _graph_session_id(),
+    Column("checkpoint_ns", Text, primary_key=True),
+    Column("channel", Text, primary_key=True),
+    Column("version", Text, primary_key=True),
+    Column("value_type", Text, nullable=False),
+    Column("value", LargeBinary, nullable=True),
+    _graph_key_id(),
+)
+
+graph_writes = Table(
+    "graph_writes",
+    metadata,
+    _graph_session_id(),
+    Column("checkpoint_ns", Text, primary_key=True),
+    Column("checkpoint_id", Text, primary_key=True),
+    Column("task_id", Text, primary_key=True),
+    Column("idx", Integer, primary_key=True),
+    Column("channel", Text, nullable=False),
+    Column("value_type", Text, nullable=False),
+    Column("value", LargeBinary, nullable=False),
+    Column("task_path", Text, nullable=False),
+    _graph_key_id(),
+)
+
 # -- encryption at rest (revision 0009) -------------------------------------------------------
 
 # Data keys, one current per owner ('u:' + user id, or 's:' + session id for a session

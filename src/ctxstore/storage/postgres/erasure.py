@@ -27,6 +27,9 @@ from ctxstore.db.tables import (
     consultation_state_history,
     consultation_states,
     data_keys,
+    graph_channel_values,
+    graph_checkpoints,
+    graph_writes,
     messages,
     sessions,
     summaries,
@@ -50,6 +53,9 @@ ERASED_TABLES = tuple(
         consultation_state_history,
         user_profiles,
         data_keys,
+        graph_checkpoints,
+        graph_channel_values,
+        graph_writes,
     )
 )
 

@@ -37,6 +37,7 @@ FILES = (
     "maintenance.sql",
     "write_ids.sql",
     "summary_jobs.sql",
+    "checkpoints.sql",
 )
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.M)

@@ -38,7 +38,8 @@ SELECT ARRAY(
 -- name: vacuum_erased --
 -- After an erasure committed, outside a transaction: fresh statistics and no dead row version (nor index entry) left of the erased rows, in every table an erasure deletes from.
 VACUUM (ANALYZE, INDEX_CLEANUP ON) sessions, messages, summaries, consultation_states,
-    consultation_state_history, user_profiles, data_keys;
+    consultation_state_history, user_profiles, data_keys, graph_checkpoints,
+    graph_channel_values, graph_writes;
 
 -- name: statistics_of_emptied_tables --
 -- Of :tables, those VACUUM found empty that still have statistics: ANALYZE leaves a table it finds empty with those of its last rows.

@@ -1,0 +1,583 @@
+"""LangGraph's checkpointer on ctxstore's PostgreSQL storage (``ctxstore[langgraph]``).
+
+::
+
+    from ctxstore.adapters.langgraph import CtxstoreSaver
+
+    graph = builder.compile(checkpointer=CtxstoreSaver(storage))
+    graph.invoke(inputs, {"configurable": {"thread_id": "consultation-42"}})
+
+A graph's ``thread_id`` is a ctxstore session id.  The root graph's ``messages`` channel
+(a list of LangChain messages, as ``add_messages`` keeps it) is the session's messages:
+each checkpoint appends only what is new since its parent (one versioned append), and
+records how many messages it holds, so the Context Contract, analytics, the HTTP API,
+erasure and encryption see the conversation as they see any other.  Every other channel
+value is a versioned blob, written when its version changes; pending writes are kept
+per task.  Time travel and forks work: a checkpoint written from an older parent, or
+after an edit (``RemoveMessage``, a message replaced by id), rewrites the session to its
+messages, and the checkpoints that held more of the old ones read them from an archived
+copy from then on.
+
+A turn's write costs what is new, and reading the latest state costs one session version
+check while this saver holds the thread's messages (the last ``cached_threads`` threads
+it wrote or read); see docs/adapters.md.  Messages are treated as LangGraph treats them:
+immutable, edited by replacing them by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from ctxstore.adapters.graph_rows import CheckpointRow, GraphRows, Typed, WriteRow
+from ctxstore.adapters.langchain import from_message, to_message
+from ctxstore.adapters.loops import call_blocking, on_home_loop, settled
+from ctxstore.adapters.records import limits_of, missing_extra
+from ctxstore.errors import ConflictError, CorruptDataError, InvalidInputError
+from ctxstore.storage.postgres import PostgresStorage
+from ctxstore.storage.rules import NEW_SESSION, check_session_id
+
+try:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_serializable_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ImportError as error:
+    raise missing_extra("langgraph", "langgraph", error) from error
+
+__all__ = ["MESSAGES", "CtxstoreSaver"]
+
+#: The channel kept as the session's messages (in the root graph, when it holds messages).
+MESSAGES = "messages"
+#: Rewrites of a session lost to concurrent writers before a checkpoint gives up.
+_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A session's messages as of its ``version``, as this saver last wrote or read them."""
+
+    version: int
+    messages: list[BaseMessage]
+
+
+class CtxstoreSaver(BaseCheckpointSaver[int]):
+    """LangGraph checkpoints in ctxstore, sync and async (see the module's docstring).
+
+    ``storage``: a PostgresStorage.  A thread's user (for ``erase_user`` and its data
+    key) is ``config["configurable"]["user_id"]`` when given.
+    """
+
+    def __init__(
+        self,
+        storage: PostgresStorage,
+        *,
+        serde: SerializerProtocol | None = None,
+        cached_threads: int = 1024,
+    ) -> None:
+        if not isinstance(storage, PostgresStorage):
+            raise InvalidInputError(
+                f"CtxstoreSaver needs a PostgresStorage, not {type(storage).__name__}"
+            )
+        super().__init__(serde=serde)
+        self.storage = storage
+        self._rows = GraphRows(storage)
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+        #: Threads whose session is being made (a step's writes and checkpoint race to it).
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._cached_threads = cached_threads
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        sid, ns = self._thread(config)
+        return await on_home_loop(
+            self.storage, lambda: self._get(sid, ns, get_checkpoint_id(config))
+        )
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        found = await on_home_loop(self.storage, lambda: self._list(config, filter, before, limit))
+        for tup in found:
+            yield tup
+
+    async def _get(self, sid: str, ns: str, checkpoint_id: str | None) -> CheckpointTuple | None:
+        rows = await self._rows.checkpoints(sid, ns=ns, checkpoint_id=checkpoint_id, limit=1)
+        return (await self._tuples(sid, rows))[0] if rows else None
+
+    async def _list(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> list[CheckpointTuple]:
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
+        configurable = (config or {}).get("configurable", {})
+        if configurable.get("thread_id") is not None:
+            threads = [self._thread(config or {})[0]]
+        else:
+            threads = await self._rows.threads(filter)
+        ns = configurable.get("checkpoint_ns")
+        before_id = get_checkpoint_id(before) if before else None
+        found: list[CheckpointTuple] = []
+        for sid in threads:
+            rows = await self._rows.checkpoints(
+                sid,
+                ns=ns,
+                checkpoint_id=get_checkpoint_id(config) if config else None,
+                before=before_id,
+                filter=filter,
+                limit=None if limit is None else limit - len(found),
+            )
+            found.extend(await self._tuples(sid, rows))
+            if limit is not None and len(found) >= limit:
+                break
+        found.sort(key=lambda t: t.checkpoint["id"], reverse=True)
+        return found if limit is None else found[:limit]
+
+    async def _tuples(self, sid: str, rows: Sequence[CheckpointRow]) -> list[CheckpointTuple]:
+        """The checkpoints of ``rows`` with their values and pending writes."""
+        checkpoints = {row.checkpoint_id: self._loads(row.checkpoint, sid) for row in rows}
+        wanted = {
+            (row.ns, channel, str(version))
+            for row in rows
+            for channel, version in checkpoints[row.checkpoint_id]["channel_versions"].items()
+            if not self._in_session(row, channel)
+        }
+        wanted |= {(r.ns, MESSAGES, r.messages_archive) for r in rows if r.messages_archive}
+        values = await self._rows.values(sid, wanted)
+        writes = await self._rows.writes(sid, [(row.ns, row.checkpoint_id) for row in rows])
+        found = []
+        for row in rows:
+            checkpoint = checkpoints[row.checkpoint_id]
+            channel_values: dict[str, Any] = {}
+            for channel, version in checkpoint["channel_versions"].items():
+                if self._in_session(row, channel):
+                    channel_values[channel] = await self._messages_at(sid, row, values)
+                elif (typed := values.get((row.ns, channel, str(version)))) is not None:
+                    channel_values[channel] = self._loads(typed, sid)
+            checkpoint["channel_values"] = channel_values
+            found.append(
+                CheckpointTuple(
+                    config=_config(sid, row.ns, row.checkpoint_id),
+                    checkpoint=checkpoint,
+                    metadata=row.metadata,  # type: ignore[arg-type]
+                    parent_config=(_config(sid, row.ns, row.parent_id) if row.parent_id else None),
+                    pending_writes=[
+                        (w.task_id, w.channel, self._loads(w.value, sid))
+                        for w in writes
+                        if (w.ns, w.checkpoint_id) == (row.ns, row.checkpoint_id)
+                    ],
+                )
+            )
+        return found
+
+    @staticmethod
+    def _in_session(row: CheckpointRow, channel: str) -> bool:
+        return channel == MESSAGES and row.messages_count is not None
+
+    async def _messages_at(
+        self, sid: str, row: CheckpointRow, values: dict[tuple[str, str, str], Typed | None]
+    ) -> list[BaseMessage]:
+        count = row.messages_count or 0
+        if row.messages_archive is not None:
+            archived = values.get((row.ns, MESSAGES, row.messages_archive))
+            if archived is None:
+                raise CorruptDataError(
+                    f"checkpoint {row.checkpoint_id}: its archived messages are missing",
+                    session_id=sid,
+                )
+            return list(self._loads(archived, sid)[:count])
+        held = self._held.get(sid)
+        if held is None or held.version != row.session_version or len(held.messages) < count:
+            held = await self._load_session(sid)
+        if len(held.messages) < count:
+            raise CorruptDataError(
+                f"checkpoint {row.checkpoint_id} holds {count} messages; the session has "
+                f"{len(held.messages)} (it was cut outside the graph)",
+                session_id=sid,
+            )
+        return held.messages[:count]
+
+    async def _load_session(self, sid: str) -> _Held:
+        async with self.storage.reader(sid) as reader:  # one snapshot: version and messages
+            head = await reader.head()
+            stored = await reader.span(0, head.message_count) if head.message_count else []
+        held = _Held(head.version, [from_message(m, sid) for m in stored])
+        self._hold(sid, held)
+        return held
+
+    def _hold(self, sid: str, held: _Held) -> None:
+        self._held[sid] = held
+        self._held.move_to_end(sid)
+        while len(self._held) > self._cached_threads:
+            self._held.popitem(last=False)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        sid, ns = self._thread(config)
+        user_id = _user_of(config)
+        serializable = dict(get_serializable_checkpoint_metadata(config, metadata))
+        return await settled(
+            on_home_loop(
+                self.storage,
+                lambda: self._put(sid, ns, user_id, config, checkpoint, serializable, new_versions),
+            )
+        )
+
+    async def _put(
+        self,
+        sid: str,
+        ns: str,
+        user_id: str | None,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: dict[str, Any],
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        values = checkpoint["channel_values"]
+        messages = values.get(MESSAGES)
+        as_session = ns == "" and _is_messages(messages)
+        count = None
+        if as_session:
+            count = await self._store_messages(sid, user_id, cast(list[BaseMessage], messages))
+        else:
+            await self._ensure_session(sid, user_id)
+        body = {**checkpoint, "channel_values": {}}
+        blobs: dict[str, tuple[str, Typed | None]] = {
+            channel: (
+                str(version),
+                self.serde.dumps_typed(values[channel]) if channel in values else None,
+            )
+            for channel, version in new_versions.items()
+            if not (as_session and channel == MESSAGES)
+        }
+        row = CheckpointRow(
+            ns=ns,
+            checkpoint_id=checkpoint["id"],
+            parent_id=get_checkpoint_id(config),
+            checkpoint=self.serde.dumps_typed(body),
+            metadata=metadata,
+            messages_count=count,
+            messages_archive=None,
+            session_version=0,
+        )
+        await self._rows.put(sid, user_id, row, blobs)
+        return _config(sid, ns, checkpoint["id"])
+
+    async def _ensure_session(self, sid: str, user_id: str | None) -> None:
+        """The thread's session made if it does not exist (its rows hang off it)."""
+        async with self._locks.setdefault(sid, asyncio.Lock()):
+            if sid in self._held:
+                return
+            with contextlib.suppress(ConflictError):  # it exists
+                await self.storage.save(sid, [], expected_version=NEW_SESSION, user_id=user_id)
+            await self._load_session(sid)
+        self._locks.pop(sid, None)
+
+    async def _store_messages(
+        self, sid: str, user_id: str | None, messages: list[BaseMessage]
+    ) -> int:
+        """The session made to hold ``messages`` (appending what is new when it holds their
+        beginning, else rewritten); their count."""
+        held = self._held.get(sid)
+        for _ in range(_ATTEMPTS):
+            if held is None:
+                held = await self._load_session(sid)
+                continue
+            appending = _extends(messages, held.messages)
+            if not appending:
+                kept = _common_prefix(messages, held.messages)
+                if kept == len(held.messages):  # equal, not the same objects: extend it
+                    held = _Held(held.version, messages[:kept])
+                    continue
+                await self._rows.archive_messages(
+                    sid,
+                    user_id,
+                    kept,
+                    f"archive.{uuid.uuid4()}",
+                    self.serde.dumps_typed(held.messages),
+                )
+            try:
+                version = await self._write_messages(sid, user_id, messages, held, appending)
+            except ConflictError:
+                held = await self._load_session(sid)
+                continue
+            self._hold(sid, _Held(version, list(messages)))
+            return len(messages)
+        raise ConflictError(
+            f"thread {sid!r}: its session changed under {_ATTEMPTS} attempts to save a checkpoint"
+        )
+
+    async def _write_messages(
+        self,
+        sid: str,
+        user_id: str | None,
+        messages: list[BaseMessage],
+        held: _Held,
+        appending: bool,
+    ) -> int:
+        """The session's new version: ``messages`` past ``held`` appended, or all of them
+        saved over it (ConflictError: it changed since ``held``)."""
+        limits = limits_of(self.storage)
+        if not appending:
+            converted = [to_message(m, limits) for m in messages]
+            return await self.storage.save(
+                sid, converted, expected_version=held.version, user_id=user_id
+            )
+        new = messages[len(held.messages) :]
+        if not new:
+            return held.version
+        converted = [to_message(m, limits) for m in new]
+        return await self.storage.append(
+            sid, converted, expected_version=held.version, user_id=user_id
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        sid, ns = self._thread(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None:
+            raise InvalidInputError("put_writes needs the config of a checkpoint (checkpoint_id)")
+        rows = [
+            WriteRow(
+                ns=ns,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                idx=WRITES_IDX_MAP.get(channel, idx),
+                channel=channel,
+                value=self.serde.dumps_typed(value),
+                task_path=task_path,
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        user_id = _user_of(config)
+
+        async def put() -> None:
+            await self._ensure_session(sid, user_id)
+            await self._rows.put_writes(sid, user_id, rows, replace=replace)
+
+        await settled(on_home_loop(self.storage, put))
+
+    # -- threads ------------------------------------------------------------------------------
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        sid = check_session_id(str(thread_id), limits_of(self.storage))
+        self._held.pop(sid, None)
+        await settled(on_home_loop(self.storage, lambda: self.storage.delete(sid)))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        async def delete() -> None:
+            made = await self._rows.run_checkpoints(list(run_ids))
+            by_thread: dict[str, list[str]] = {}
+            for sid, _, checkpoint_id in made:
+                by_thread.setdefault(sid, []).append(checkpoint_id)
+            for sid, gone in by_thread.items():
+                await self._keep(sid, lambda row, gone=set(gone): row.checkpoint_id not in gone)
+
+        await settled(on_home_loop(self.storage, delete))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInputError(f"strategy must be 'keep_latest' or 'delete', not {strategy!r}")
+
+        async def prune() -> None:
+            for thread_id in thread_ids:
+                sid = check_session_id(str(thread_id), limits_of(self.storage))
+                if strategy == "delete":
+                    await self._keep(sid, lambda row: False)
+                    continue
+                rows = await self._rows.checkpoints(sid, ns=None)
+                latest: dict[str, str] = {}
+                for row in rows:  # newest first
+                    latest.setdefault(row.ns, row.checkpoint_id)
+                await self._keep(
+                    sid, lambda row, latest=latest: latest[row.ns] == row.checkpoint_id
+                )
+
+        await settled(on_home_loop(self.storage, prune))
+
+    async def _keep(self, sid: str, kept: Any) -> None:
+        """Delete a thread's checkpoints but those ``kept(row)`` is true of, their writes,
+        and the values only they referred to."""
+        rows = await self._rows.checkpoints(sid, ns=None)
+        keep = [row for row in rows if kept(row)]
+        await self._rows.delete(sid, None, [row.checkpoint_id for row in keep])
+        referenced: set[tuple[str, str, str]] = set()
+        for row in keep:
+            versions = self._loads(row.checkpoint, sid)["channel_versions"]
+            referenced |= {(row.ns, c, str(v)) for c, v in versions.items()}
+            if row.messages_archive:
+                referenced.add((row.ns, MESSAGES, row.messages_archive))
+        await self._rows.delete_values(sid, referenced)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source = check_session_id(str(source_thread_id), limits_of(self.storage))
+        target = check_session_id(str(target_thread_id), limits_of(self.storage))
+
+        async def copy() -> None:
+            rows = await self._rows.checkpoints(source, ns=None)
+            if not rows:
+                return
+            snapshot = await self.storage.snapshot(source)
+            await self.storage.save(target, snapshot.messages, user_id=snapshot.user_id)
+            self._held.pop(target, None)
+            tuples = await self._tuples(source, rows)
+            writes = await self._rows.writes(source, [(r.ns, r.checkpoint_id) for r in rows])
+            for row, tup in zip(reversed(rows), reversed(tuples), strict=True):
+                versions = tup.checkpoint["channel_versions"]
+                blobs: dict[str, tuple[str, Typed | None]] = {
+                    channel: (str(versions[channel]), self.serde.dumps_typed(value))
+                    for channel, value in tup.checkpoint["channel_values"].items()
+                    if not self._in_session(row, channel)
+                }
+                if row.messages_archive is not None:  # the copy keeps its messages as a blob
+                    blobs[MESSAGES] = (
+                        str(versions[MESSAGES]),
+                        self.serde.dumps_typed(tup.checkpoint["channel_values"][MESSAGES]),
+                    )
+                copied = CheckpointRow(
+                    **{**row.__dict__, "messages_archive": None, "session_version": 0}
+                )
+                if row.messages_archive is not None:
+                    copied = CheckpointRow(**{**copied.__dict__, "messages_count": None})
+                await self._rows.put(target, snapshot.user_id, copied, blobs)
+            by_task: dict[tuple[str, str, str, str], list[WriteRow]] = {}
+            for write in writes:
+                key = (write.ns, write.checkpoint_id, write.task_id, write.task_path)
+                by_task.setdefault(key, []).append(write)
+            for task_writes in by_task.values():
+                await self._rows.put_writes(target, snapshot.user_id, task_writes, replace=True)
+
+        await settled(on_home_loop(self.storage, copy))
+
+    # -- synchronous --------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return call_blocking(self.storage, self.aget_tuple, config)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        async def collect() -> list[CheckpointTuple]:
+            return [
+                tup async for tup in self.alist(config, filter=filter, before=before, limit=limit)
+            ]
+
+        return iter(call_blocking(self.storage, collect))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return call_blocking(self.storage, self.aput, config, checkpoint, metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        call_blocking(self.storage, self.aput_writes, config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        call_blocking(self.storage, self.adelete_thread, thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        call_blocking(self.storage, self.adelete_for_runs, run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        call_blocking(self.storage, self.acopy_thread, source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        call_blocking(self.storage, lambda: self.aprune(thread_ids, strategy=strategy))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _thread(self, config: RunnableConfig) -> tuple[str, str]:
+        configurable = config.get("configurable") or {}
+        thread_id = configurable.get("thread_id")
+        if thread_id is None:
+            raise InvalidInputError('a checkpoint config needs configurable["thread_id"]')
+        ns = configurable.get("checkpoint_ns") or ""
+        return check_session_id(str(thread_id), limits_of(self.storage)), str(ns)
+
+    def _loads(self, typed: Typed, sid: str) -> Any:
+        try:
+            return self.serde.loads_typed(typed)
+        except Exception as error:  # the serializer's own errors, whatever they are
+            raise CorruptDataError(
+                f"a checkpoint value cannot be read: {type(error).__name__}", session_id=sid
+            ) from None
+
+
+def _config(sid: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": sid, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def _user_of(config: RunnableConfig) -> str | None:
+    user_id = (config.get("configurable") or {}).get("user_id")
+    return user_id if isinstance(user_id, str) and user_id else None
+
+
+def _is_messages(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(m, BaseMessage) for m in value)
+
+
+def _extends(messages: list[BaseMessage], held: list[BaseMessage]) -> bool:
+    """Whether ``messages`` begins with the very objects of ``held`` (a turn's state: the
+    reducer keeps the messages it was given and adds new ones after them)."""
+    return len(messages) >= len(held) and all(a is b for a, b in zip(messages, held, strict=False))
+
+
+def _common_prefix(messages: list[BaseMessage], stored: list[BaseMessage]) -> int:
+    kept = 0
+    for new, old in zip(messages, stored, strict=False):
+        if new is not old and new != old:
+            break
+        kept += 1
+    return kept
