@@ -321,7 +321,7 @@ class GraphRows:
         if keys is None:
             raise ConfigurationError(
                 "this thread's checkpoints are sealed: open the storage with its "
-                "encryption (docs/security.md) to read them"
+                "encryption (docs/threat-model.md, 'Encryption at rest') to read them"
             )
         return await keys.load(driver, ids)
 
