@@ -23,7 +23,7 @@ from langgraph.graph.message import add_messages
 
 from ctxstore.adapters.langgraph import CtxstoreSaver
 from ctxstore.encryption import Encryption, Keyring
-from ctxstore.errors import CorruptDataError, InvalidInputError
+from ctxstore.errors import ConfigurationError, CorruptDataError, InvalidInputError
 from ctxstore.storage.memory import MemoryStorage
 from ctxstore.storage.postgres import PostgresStorage
 
@@ -253,6 +253,9 @@ async def test_sealed_storage_keeps_channel_values_and_writes_as_ciphertext(
         saver = CtxstoreSaver(storage)
         with pytest.raises(CorruptDataError):
             await saver.aget_tuple(thread(sid))
+    async with PostgresStorage.from_url(module_database_url) as without_keys:
+        with pytest.raises(ConfigurationError, match="sealed"):
+            await CtxstoreSaver(without_keys).aget_tuple(thread(sid))
 
 
 async def test_bad_configs_and_storages_are_clear_errors(pg: PostgresStorage) -> None:
@@ -269,3 +272,42 @@ async def test_bad_configs_and_storages_are_clear_errors(pg: PostgresStorage) ->
 
 async def iterate(source: AsyncIterator[Any]) -> list[Any]:
     return [item async for item in source]
+
+
+async def test_a_langchain_agent_with_a_tool_keeps_its_conversation_in_the_session(
+    pg: PostgresStorage, sid: str, writes_counted: dict[str, list[int]]
+) -> None:
+    """LangChain 1.x's ``create_agent`` (a model calling a tool, then answering) over two
+    turns: every message, tool calls included, is the session's, appended as deltas."""
+    agents = pytest.importorskip("langchain.agents", reason="needs langchain (the dev extra)")
+    from langchain_core.language_models.fake_chat_models import (  # noqa: PLC0415
+        GenericFakeChatModel,
+    )
+    from langchain_core.messages import ToolMessage  # noqa: PLC0415
+    from langchain_core.tools import tool  # noqa: PLC0415
+
+    @tool
+    def knee_advice(question: str) -> str:
+        """Advice for a knee question."""
+        return f"rest and ice ({question})"
+
+    class ToolCallingFake(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    def answers(turn: int) -> list[AIMessage]:
+        call = {"name": "knee_advice", "args": {"question": f"q{turn}"}, "id": f"call-{turn}"}
+        return [AIMessage(content="", tool_calls=[call]), AIMessage(content=f"answer {turn}")]
+
+    model = ToolCallingFake(messages=iter([*answers(0), *answers(1)]))
+    agent = agents.create_agent(model, tools=[knee_advice], checkpointer=CtxstoreSaver(pg))
+    for turn in range(2):
+        await agent.ainvoke({"messages": [HumanMessage(content=f"q{turn}")]}, thread(sid))
+
+    stored = await pg.load(sid)
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"] * 2
+    state = await agent.aget_state(thread(sid))
+    restored = state.values["messages"]
+    assert restored[1].tool_calls[0]["id"] == "call-0"
+    assert isinstance(restored[2], ToolMessage) and restored[2].content == "rest and ice (q0)"
+    assert writes_counted["save"] == [0] and sum(writes_counted["append"]) == 8
