@@ -217,7 +217,8 @@ class GraphRows:
                     )
                     for w in writes
                 ]
-                await sql.GRAPH_PUT_WRITES.execute(
+                statement = sql.GRAPH_PUT_WRITES if replace else sql.GRAPH_ADD_WRITES
+                await statement.execute(
                     driver,
                     sid=sid,
                     ns=first.ns,
@@ -229,7 +230,6 @@ class GraphRows:
                     value_types=[w.value[0] for w in writes],
                     payloads=payloads,
                     key_id=key.key_id if key is not None else None,
-                    replace=replace,
                 )
 
     async def archive_messages(

@@ -38,7 +38,7 @@ SELECT w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.value_ty
 -- Channel values of a thread, each (namespace, channel, version) written once.
 INSERT INTO graph_channel_values
        (session_id, checkpoint_ns, channel, version, value_type, value, key_id)
-SELECT :sid, :ns, v.channel, v.version, v.value_type, v.value, :key_id
+SELECT :sid::text, :ns::text, v.channel, v.version, v.value_type, v.value, :key_id::bigint
   FROM unnest(:channels::text[], :versions::text[], :value_types::text[], :payloads::bytea[])
        AS v (channel, version, value_type, value)
     ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING;
@@ -57,18 +57,28 @@ VALUES (:sid, :ns, :checkpoint_id, :parent_id, :checkpoint_type, :checkpoint, :m
        messages_archive = excluded.messages_archive;
 
 -- name: graph_put_writes --
--- A task's pending writes; with :replace, writes already stored at those indexes are replaced.
+-- A task's writes to LangGraph's special channels: each replaces the one stored at its index.
 INSERT INTO graph_writes AS w
        (session_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value,
         task_path, key_id)
-SELECT :sid, :ns, :checkpoint_id, :task_id, n.idx, n.channel, n.value_type, n.value,
-       :task_path, :key_id
+SELECT :sid::text, :ns::text, :checkpoint_id::text, :task_id::text, n.idx, n.channel,
+       n.value_type, n.value, :task_path::text, :key_id::bigint
   FROM unnest(:idxs::integer[], :channels::text[], :value_types::text[], :payloads::bytea[])
        AS n (idx, channel, value_type, value)
     ON CONFLICT (session_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
    SET channel = excluded.channel, value_type = excluded.value_type, value = excluded.value,
-       task_path = excluded.task_path, key_id = excluded.key_id
- WHERE :replace;
+       task_path = excluded.task_path, key_id = excluded.key_id;
+
+-- name: graph_add_writes --
+-- A task's writes: those already stored at their index are kept (a retried task's are the same).
+INSERT INTO graph_writes
+       (session_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value,
+        task_path, key_id)
+SELECT :sid::text, :ns::text, :checkpoint_id::text, :task_id::text, n.idx, n.channel,
+       n.value_type, n.value, :task_path::text, :key_id::bigint
+  FROM unnest(:idxs::integer[], :channels::text[], :value_types::text[], :payloads::bytea[])
+       AS n (idx, channel, value_type, value)
+    ON CONFLICT (session_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING;
 
 -- name: graph_archive_messages --
 -- Root checkpoints holding more of the session's messages than a rewrite keeps: read from :archive.
