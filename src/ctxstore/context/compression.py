@@ -261,16 +261,8 @@ async def summary_due(
     """Whether the history after the latest summary passes ``trigger_tokens``: then all
     but the newest ``keep_recent`` messages are due to be summarized."""
     async with storage.reader(session_id) as reader:
-        head = await reader.head()
-        summary = await reader.latest_summary()
-        covered = summary.covers_until if summary else -1
-        if _counts_with(storage, counter):
-            _, tokens = await reader.token_total(covered)
-        else:  # the stored counts are in another encoding: count what the trigger needs
-            tokens = await _tokens_over(reader, head, counter, covered, trigger_tokens)
-    until = head.message_count - keep_recent - 1
-    passed = tokens > trigger_tokens and until > covered
-    return SummaryDue(summary, until if passed else None)
+        head, summary = await reader.head(), await reader.latest_summary()
+        return await _due(storage, reader, head, summary, counter, keep_recent, trigger_tokens)
 
 
 async def summary_window(
@@ -281,12 +273,54 @@ async def summary_window(
 ) -> ContextWindow:
     """The latest summary and the messages after it (the newest that fit ``max_tokens``)."""
     async with storage.reader(session_id) as reader:
-        head = await reader.head()
-        summary = await reader.latest_summary()
-        floor = summary.covers_until if summary else -1
-        chosen, costs = await select_newest(
-            reader, head, counter, max_tokens=max_tokens, floor=floor
-        )
+        head, summary = await reader.head(), await reader.latest_summary()
+        return await _window_after(reader, head, summary, counter, max_tokens)
+
+
+async def due_and_window(
+    storage: VersionedStorage,
+    session_id: str,
+    counter: TokenCounter,
+    keep_recent: int,
+    trigger_tokens: int,
+    max_tokens: int | None = None,
+) -> tuple[SummaryDue, ContextWindow]:
+    """``summary_due`` and ``summary_window`` of one snapshot (the window does not wait
+    for the summary, so both read the same state)."""
+    async with storage.reader(session_id) as reader:
+        head, summary = await reader.head(), await reader.latest_summary()
+        due = await _due(storage, reader, head, summary, counter, keep_recent, trigger_tokens)
+        return due, await _window_after(reader, head, summary, counter, max_tokens)
+
+
+async def _due(
+    storage: VersionedStorage,
+    reader: SessionReader,
+    head: SessionHead,
+    summary: Summary | None,
+    counter: TokenCounter,
+    keep_recent: int,
+    trigger_tokens: int,
+) -> SummaryDue:
+    covered = summary.covers_until if summary else -1
+    if _counts_with(storage, counter):
+        _, tokens = await reader.token_total(covered)
+    else:  # the stored counts are in another encoding: count what the trigger needs
+        tokens = await _tokens_over(reader, head, counter, covered, trigger_tokens)
+    until = head.message_count - keep_recent - 1
+    passed = tokens > trigger_tokens and until > covered
+    return SummaryDue(summary, until if passed else None)
+
+
+async def _window_after(
+    reader: SessionReader,
+    head: SessionHead,
+    summary: Summary | None,
+    counter: TokenCounter,
+    max_tokens: int | None,
+) -> ContextWindow:
+    floor = summary.covers_until if summary else -1
+    chosen, costs = await select_newest(reader, head, counter, max_tokens=max_tokens, floor=floor)
     return _window(head, chosen, costs, summary)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxstore.context.compression import ContextWindow, summary_due, summary_window
+from ctxstore.context.compression import ContextWindow, due_and_window
 from ctxstore.errors import InvalidInputError
 from ctxstore.storage.base import VersionedStorage
 from ctxstore.summaries.queue import SummaryQueue
@@ -36,7 +36,9 @@ class SummarizeInBackground:
     async def window(
         self, storage: VersionedStorage, session_id: str, counter: TokenCounter
     ) -> ContextWindow:
-        due = await summary_due(storage, session_id, counter, self.keep_recent, self.trigger_tokens)
+        due, window = await due_and_window(
+            storage, session_id, counter, self.keep_recent, self.trigger_tokens, self.max_tokens
+        )
         if due.until is not None:
             await self.queue.enqueue(session_id, due.until)
-        return await summary_window(storage, session_id, counter, self.max_tokens)
+        return window
