@@ -11,18 +11,11 @@ from sqlalchemy import URL
 from ctxstore import Message, PostgresStorage
 from ctxstore.summaries import SummarizeInBackground, SummaryQueue, SummaryWorker
 from tests.citus.conftest import query
+from tests.conformance.contract import timed_history
 
 
 def history(count: int) -> list[Message]:
-    return [
-        Message(
-            role="user" if n % 2 == 0 else "assistant",
-            content=f"第{n}轮：膝盖疼了一周。",
-            turn_id=f"t{n}",
-            timestamp="2026-12-04T09:00:00+08:00",
-        )
-        for n in range(count)
-    ]
+    return timed_history(count, text="第{n}轮：膝盖疼了一周。")
 
 
 async def test_jobs_are_claimed_once_and_summarized_once(database_url: URL) -> None:

@@ -101,6 +101,23 @@ def timed_turn(index: int) -> list[Message]:
     ]
 
 
+def timed_history(
+    count: int, start: int = 0, text: str = "第{n}轮：膝盖疼了一周，上下楼梯时明显。"
+) -> list[Message]:
+    """``count`` messages from position ``start``, user and assistant in turn, each with a
+    turn id and a time (so each store counts its tokens when written); ``text`` is
+    formatted with the position ``n``."""
+    return [
+        Message(
+            role="user" if n % 2 == 0 else "assistant",
+            content=text.format(n=n),
+            turn_id=f"t{n}",
+            timestamp=f"2026-12-04T08:{n // 60 % 60:02d}:{n % 60:02d}+08:00",
+        )
+        for n in range(start, start + count)
+    ]
+
+
 def _bypassing_validation(**fields: Any) -> Message:
     defaults: dict[str, Any] = {
         "role": "user",

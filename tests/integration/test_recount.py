@@ -15,6 +15,7 @@ from ctxstore.context.builder import ContextBuilder
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.recount import recount_store
 from ctxstore.tokens import TokenCounter
+from tests.conformance.contract import timed_history
 from tests.migrations.test_data_survives import rows
 
 O200K = TokenCounter("o200k_base")
@@ -22,15 +23,7 @@ CL100K = TokenCounter("cl100k_base")
 
 
 def history(count: int) -> list[Message]:
-    return [
-        Message(
-            role="user" if n % 2 == 0 else "assistant",
-            content=f"第{n}轮：膝盖疼了一周，上下楼梯时明显 🤒 knee pain, turn {n}",
-            turn_id=f"t{n}",
-            timestamp=f"2026-12-04T09:00:{n % 60:02d}+08:00",
-        )
-        for n in range(count)
-    ]
+    return timed_history(count, text="第{n}轮：膝盖疼了一周，上下楼梯时明显 🤒 knee pain, turn {n}")
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from sqlalchemy import URL
 from ctxstore import ContextManager, Message, PostgresStorage
 from ctxstore.context.compression import SummarizeOldest
 from ctxstore.summaries import Backoff, SummarizeInBackground, SummaryQueue, SummaryWorker
+from tests.conformance.contract import timed_history
 from tests.integration.summarizers import LOG_ENV
 from tests.integration.test_telemetry import Exported, exported  # noqa: F401
 from tests.migrations.test_data_survives import rows
@@ -26,16 +27,7 @@ KEEP = 4
 TRIGGER = 200
 
 
-def history(count: int, start: int = 0) -> list[Message]:
-    return [
-        Message(
-            role="user" if n % 2 == 0 else "assistant",
-            content=f"第{n}轮：膝盖疼了一周，上下楼梯时明显。",
-            turn_id=f"t{n}",
-            timestamp=f"2026-12-04T08:{n // 60:02d}:{n % 60:02d}+08:00",
-        )
-        for n in range(start, start + count)
-    ]
+history = timed_history
 
 
 class Recorder:
