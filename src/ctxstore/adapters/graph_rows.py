@@ -174,24 +174,23 @@ class GraphRows:
         values: dict[str, tuple[str, Typed | None]],
     ) -> None:
         """The checkpoint and its new channel values (``channel: (version, value)``), in
-        one transaction."""
+        one statement."""
         async with self.storage.maintenance("save a checkpoint") as driver:
             with translated("save a checkpoint", conflict_on_duplicate=True):
-                async with driver.transaction():
-                    if values:
-                        await self._put_values(driver, sid, user_id, row.ns, values)
-                    await sql.GRAPH_PUT_CHECKPOINT.execute(
-                        driver,
-                        sid=sid,
-                        ns=row.ns,
-                        checkpoint_id=row.checkpoint_id,
-                        parent_id=row.parent_id,
-                        checkpoint_type=row.checkpoint[0],
-                        checkpoint=row.checkpoint[1],
-                        metadata=json.dumps(row.metadata),
-                        messages_count=row.messages_count,
-                        messages_archive=row.messages_archive,
-                    )
+                key = await self._key(driver, sid, user_id)
+                await sql.GRAPH_PUT_CHECKPOINT.execute(
+                    driver,
+                    sid=sid,
+                    ns=row.ns,
+                    **self._sealed_values(key, sid, row.ns, values),
+                    checkpoint_id=row.checkpoint_id,
+                    parent_id=row.parent_id,
+                    checkpoint_type=row.checkpoint[0],
+                    checkpoint=row.checkpoint[1],
+                    metadata=json.dumps(row.metadata),
+                    messages_count=row.messages_count,
+                    messages_archive=row.messages_archive,
+                )
 
     async def put_writes(
         self,
@@ -280,22 +279,28 @@ class GraphRows:
         values: dict[str, tuple[str, Typed | None]],
     ) -> None:
         key = await self._key(driver, sid, user_id)
-        channels = list(values)
         await sql.GRAPH_PUT_VALUES.execute(
-            driver,
-            sid=sid,
-            ns=ns,
-            channels=channels,
-            versions=[values[c][0] for c in channels],
-            value_types=[typed[0] if (typed := values[c][1]) else "empty" for c in channels],
-            payloads=[
+            driver, sid=sid, ns=ns, **self._sealed_values(key, sid, ns, values)
+        )
+
+    def _sealed_values(
+        self, key: Any, sid: str, ns: str, values: dict[str, tuple[str, Typed | None]]
+    ) -> dict[str, Any]:
+        """``channel: (version, value)`` as the arrays the value inserts take, sealed under
+        ``key`` (None: plaintext); an absent value is the channel's ``empty`` marker."""
+        channels = list(values)
+        return {
+            "channels": channels,
+            "versions": [values[c][0] for c in channels],
+            "value_types": [typed[0] if (typed := values[c][1]) else "empty" for c in channels],
+            "payloads": [
                 self._seal(key, typed[1], _aad(sid, ns, c, values[c][0]))
                 if (typed := values[c][1])
                 else None
                 for c in channels
             ],
-            key_id=key.key_id if key is not None else None,
-        )
+            "key_id": key.key_id if key is not None else None,
+        }
 
     async def _key(self, driver: Any, sid: str, user_id: str | None) -> Any:
         keys = self.storage.data_keys

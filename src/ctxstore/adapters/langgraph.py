@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -266,7 +267,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
     ) -> RunnableConfig:
         values = checkpoint["channel_values"]
         messages = values.get(MESSAGES)
-        as_session = ns == "" and _is_messages(messages)
+        as_session = ns == "" and self._are_messages(sid, messages)
         count = None
         if as_session:
             count = await self._store_messages(sid, user_id, cast(list[BaseMessage], messages))
@@ -294,6 +295,15 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         await self._rows.put(sid, user_id, row, blobs)
         return _config(sid, ns, checkpoint["id"])
 
+    def _are_messages(self, sid: str, value: Any) -> bool:
+        """Whether ``value`` is a list of LangChain messages (checking only what follows
+        the messages held for the thread, when it begins with them)."""
+        if not isinstance(value, list):
+            return False
+        held = self._held.get(sid)
+        start = len(held.messages) if held is not None and _extends(value, held.messages) else 0
+        return all(isinstance(m, BaseMessage) for m in itertools.islice(value, start, None))
+
     async def _ensure_session(self, sid: str, user_id: str | None) -> None:
         """The thread's session made if it does not exist (its rows hang off it)."""
         async with self._locks.setdefault(sid, asyncio.Lock()):
@@ -315,15 +325,11 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
                 held = await self._load_session(sid)
                 continue
             appending = _extends(messages, held.messages)
-            if not appending:
-                kept = _common_prefix(messages, held.messages)
-                if kept == len(held.messages):  # equal, not the same objects: extend it
-                    held = _Held(held.version, messages[:kept])
-                    continue
+            if not appending:  # a fork or an edit: the checkpoints past the change keep theirs
                 await self._rows.archive_messages(
                     sid,
                     user_id,
-                    kept,
+                    _common_prefix(messages, held.messages),
                     f"archive.{uuid.uuid4()}",
                     self.serde.dumps_typed(held.messages),
                 )
@@ -564,14 +570,11 @@ def _user_of(config: RunnableConfig) -> str | None:
     return user_id if isinstance(user_id, str) and user_id else None
 
 
-def _is_messages(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(m, BaseMessage) for m in value)
-
-
 def _extends(messages: list[BaseMessage], held: list[BaseMessage]) -> bool:
-    """Whether ``messages`` begins with the very objects of ``held`` (a turn's state: the
-    reducer keeps the messages it was given and adds new ones after them)."""
-    return len(messages) >= len(held) and all(a is b for a, b in zip(messages, held, strict=False))
+    """Whether ``messages`` begins with ``held`` (a turn's state: the reducer keeps the
+    messages it was given, the very objects, and adds new ones after them).  List
+    comparison checks identity first, at C speed, and equality only where it differs."""
+    return len(messages) >= len(held) and messages[: len(held)] == held
 
 
 def _common_prefix(messages: list[BaseMessage], stored: list[BaseMessage]) -> int:

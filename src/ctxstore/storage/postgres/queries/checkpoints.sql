@@ -35,7 +35,7 @@ SELECT w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.value_ty
  ORDER BY w.task_path, w.task_id, w.idx;
 
 -- name: graph_put_values --
--- Channel values of a thread, each (namespace, channel, version) written once.
+-- Channel values of a thread, each (namespace, channel, version) written once (as a checkpoint's are).
 INSERT INTO graph_channel_values
        (session_id, checkpoint_ns, channel, version, value_type, value, key_id)
 SELECT :sid::text, :ns::text, v.channel, v.version, v.value_type, v.value, :key_id::bigint
@@ -44,7 +44,15 @@ SELECT :sid::text, :ns::text, v.channel, v.version, v.value_type, v.value, :key_
     ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING;
 
 -- name: graph_put_checkpoint --
--- A checkpoint (written again with the same id: replaced).
+-- A checkpoint and the channel values it brings (one statement: a turn's hot path).
+WITH new_values AS (
+    INSERT INTO graph_channel_values
+           (session_id, checkpoint_ns, channel, version, value_type, value, key_id)
+    SELECT :sid::text, :ns::text, v.channel, v.version, v.value_type, v.value, :key_id::bigint
+      FROM unnest(:channels::text[], :versions::text[], :value_types::text[],
+                  :payloads::bytea[]) AS v (channel, version, value_type, value)
+        ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING
+)
 INSERT INTO graph_checkpoints
        (session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
         checkpoint, metadata, messages_count, messages_archive)
