@@ -311,3 +311,18 @@ async def test_a_langchain_agent_with_a_tool_keeps_its_conversation_in_the_sessi
     assert restored[1].tool_calls[0]["id"] == "call-0"
     assert isinstance(restored[2], ToolMessage) and restored[2].content == "rest and ice (q0)"
     assert writes_counted["save"] == [0] and sum(writes_counted["append"]) == 8
+
+
+async def test_the_context_contract_is_built_from_a_graphs_thread(
+    pg: PostgresStorage, sid: str
+) -> None:
+    """The thread is a session like any other: the Context Contract of the next turn
+    holds what the graph said, counted and in order."""
+    from ctxstore import ContextBuilder  # noqa: PLC0415
+
+    graph = compiled(CtxstoreSaver(pg))
+    for turn in range(2):
+        await graph.ainvoke({"messages": [HumanMessage(content=f"膝盖 {turn}")]}, thread(sid))
+    contract = await ContextBuilder(pg).build(sid, "t-next", "还疼吗", token_budget=8000)
+    assert contract.meta.included_message_count == 4
+    assert "re: 膝盖 1" in contract.to_json()
