@@ -6,12 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from starlette.requests import Request
 
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.http.app import documentation_app
 from ctxstore.http.auth import TokenRegistry, new_token, token_hash
 from ctxstore.http.conditions import not_modified, write_expectation
 from ctxstore.http.openapi import openapi_document, render
+from ctxstore.http.parameters import direct_handler
 from ctxstore.http.problems import ERROR_TYPES, NEVER_HOLDS, Problem, problem_type_of
 from ctxstore.http.schemas import MessageIn
 from ctxstore.models import Message
@@ -129,3 +133,36 @@ def test_the_published_openapi_document_is_current() -> None:
     assert DOCUMENT.read_text(encoding="utf-8") == current, (
         "docs/openapi.json is stale: run `ctxstore serve --openapi > docs/openapi.json`"
     )
+
+
+def test_the_service_routes_validate_their_parameters_without_dependency_solving() -> None:
+    routes = [r for r in documentation_app().routes if isinstance(r, APIRoute)]
+    direct = {r.path for r in routes if direct_handler(r) is not None}
+    assert {r.path for r in routes if r.path.startswith("/v1/")} <= direct
+
+
+async def test_a_malformed_header_is_refused_by_its_field_where_fastapi_would() -> None:
+
+    route = next(
+        r
+        for r in documentation_app().routes
+        if isinstance(r, APIRoute) and r.path.endswith("/messages") and "POST" in r.methods
+    )
+    handler = direct_handler(route)
+    assert handler is not None
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/sessions/s/messages",
+        "headers": [(b"if-match", b"7"), (b"idempotency-key", b"")],
+        "path_params": {"session_id": ""},
+        "query_string": b"",
+    }
+    with pytest.raises(RequestValidationError) as raised:
+        await handler(Request(scope))
+    locations = {tuple(item["loc"]) for item in raised.value.errors()}
+    assert locations == {
+        ("path", "session_id"),
+        ("header", "If-Match"),
+        ("header", "Idempotency-Key"),
+    }

@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from ctxstore.http.auth import SCOPES, Principal
 from ctxstore.http.middleware import CHALLENGE, PRINCIPAL_KEY, PUBLIC
+from ctxstore.http.parameters import direct_handler
 from ctxstore.http.problems import FORBIDDEN, UNAUTHORIZED, Problem
 
 SCOPE_KEY = "x-required-scope"
@@ -47,7 +48,7 @@ class ScopedRoute(APIRoute):
     """A route that answers 401 or 403 unless the request's token has its scope."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+        handler = direct_handler(self) or super().get_route_handler()
         scope = (self.openapi_extra or {}).get(SCOPE_KEY)
         if scope == PUBLIC:
             return handler
