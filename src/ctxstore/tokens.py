@@ -33,20 +33,28 @@ ELEMENT_FORM = "go-times"
 
 
 def contract_message(
-    message: Message, fill_turn_id: str, fill_timestamp: datetime
+    message: Message,
+    fill_turn_id: str,
+    fill_timestamp: datetime,
+    fill_text: str | None = None,
 ) -> dict[str, Any]:
     """The contract's form of a message: turn_id and timestamp always present.
 
     Messages from older formats have neither; the fill is deterministic (see
     ``legacy_fill``), so the same history always gives the same contract.  The time is
     written as Go writes it, so a Go program reads back the very text it stored.
+    ``fill_text``: ``go_timestamp(fill_timestamp)`` when the caller has it already.
     """
-    stamp = message.timestamp or fill_timestamp
+    stamp = message.timestamp
+    if stamp is not None:
+        text = go_timestamp(stamp)
+    else:
+        text = fill_text if fill_text is not None else go_timestamp(fill_timestamp)
     return {
         "role": message.role,
         "content": message.content,
         "turn_id": message.turn_id or fill_turn_id,
-        "timestamp": go_timestamp(stamp),
+        "timestamp": text,
     }
 
 

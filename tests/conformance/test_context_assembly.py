@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
 import pytest
@@ -24,9 +24,9 @@ from ctxstore import (
     TokenCounter,
     extractive_summarizer,
 )
-from ctxstore.context.compression import cost_of
+from ctxstore.context.compression import cost_of, message_cost
 from ctxstore.contract import EXAMPLE, ContextContract
-from ctxstore.storage.base import VersionedStorage
+from ctxstore.storage.base import SessionHead, VersionedStorage
 from ctxstore.tokens import contract_message
 from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE
 from tests.conformance.test_fallback import unreachable_postgres
@@ -390,3 +390,26 @@ async def test_the_manager_and_builder_work_over_a_fallback_storage(degraded: bo
         contract = await ContextBuilder(fallback).build("s", "t", "继续")
         assert contract.meta.included_message_count == 5
         assert fallback.degraded is degraded
+
+
+def test_a_filled_cost_kept_per_process_is_the_cost_of_that_very_fill() -> None:
+    created = datetime(2026, 11, 29, 0, 0, tzinfo=UTC)
+    untimed = [
+        Message(role="user", content="膝盖疼", turn_id="t1"),
+        Message(role="user", content="膝盖疼"),  # its turn id is filled by position
+        Message(role="assistant", content="膝盖疼", turn_id="t1"),
+    ]
+    for head in (
+        SessionHead(True, 1, 3, created, None),
+        SessionHead(True, 1, 3, created + timedelta(microseconds=1), None),
+        SessionHead(True, 1, 3, created.astimezone(CST), None),  # same instant, +08:00
+    ):
+        for counter in (COUNTER, CharCounter(), TokenCounter("o200k_base")):
+            for position in (7, 123456):
+                for message in untimed:
+                    stored = StoredMessage(position, message, None)
+                    turn_id = message.turn_id or f"legacy-{position:06d}"
+                    element = contract_message(message, turn_id, head.created_at)  # type: ignore[arg-type]
+                    expected = counter.element_cost(element)
+                    assert message_cost(stored, head, counter) == expected  # counted
+                    assert message_cost(stored, head, counter) == expected  # kept

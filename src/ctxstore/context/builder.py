@@ -35,6 +35,7 @@ from ctxstore.errors import ContractBudgetError, InvalidInputError
 from ctxstore.models import ConsultationState
 from ctxstore.storage.base import SessionHead, StoredMessage, VersionedStorage, check_session_id
 from ctxstore.textcheck import text_problem
+from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -209,9 +210,10 @@ class ContextBuilder:
 
     def _contract(self, plan: _Plan) -> ContextContract:
         recent = []
+        fill_text = go_timestamp(plan.created_at)  # the same for every message without a time
         for stored in plan.messages:
             turn_id, stamp = legacy_fill(stored.position, plan.created_at)
-            recent.append(contract_message(stored.message, turn_id, stamp))
+            recent.append(contract_message(stored.message, turn_id, stamp, fill_text))
         document = _with_meta(plan.skeleton, len(plan.messages), plan.summary_version)
         context = dict(document["context"])
         context["recent_messages"] = recent

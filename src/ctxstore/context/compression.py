@@ -81,8 +81,44 @@ def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter
     if cost is not None:
         return cost
     created = head.created_at or datetime(1970, 1, 1, tzinfo=UTC)
-    turn_id, stamp = legacy_fill(stored.position, created)
-    return counter.element_cost(contract_message(stored.message, turn_id, stamp))
+    message = stored.message
+    if type(created) is not datetime:  # a subclass may carry more than its fields show
+        return _filled_cost(message, stored.position, created, counter)
+    # The cost of a message with a fill depends only on what the key names: its role,
+    # content and turn id (its core digest, of every field but metadata), its position
+    # when the turn id is filled, the session's creation time with its offset, and the
+    # counter (equal only to a counter of its own class and encoding).
+    private = message.__pydantic_private__  # pydantic's own lookup costs more than a count's
+    digest = private.get("_core_digest") if private else None
+    key = (
+        counter,
+        digest if digest is not None else message.core_digest(),
+        stored.position if message.turn_id is None else -1,
+        created,
+        created.utcoffset(),
+    )
+    try:
+        found = _FILLED_COSTS.get(key)
+    except TypeError:  # a counter that can't be hashed: counted every time
+        return _filled_cost(message, stored.position, created, counter)
+    if found is None:
+        found = _filled_cost(message, stored.position, created, counter)
+        if len(_FILLED_COSTS) >= FILLED_COSTS_KEPT:
+            del _FILLED_COSTS[next(iter(_FILLED_COSTS))]  # the oldest entry
+        _FILLED_COSTS[key] = found
+    return found
+
+
+#: Costs of messages counted with the session's fill (no count can be stored for them:
+#: the fill is the session's), kept per process so a session's next context does not
+#: count them again.  Keyed by digests, never by text; about 200 bytes an entry.
+FILLED_COSTS_KEPT = 16384
+_FILLED_COSTS: dict[tuple[object, ...], int] = {}
+
+
+def _filled_cost(message: Message, position: int, created: datetime, counter: TokenCounter) -> int:
+    turn_id, stamp = legacy_fill(position, created)
+    return counter.element_cost(contract_message(message, turn_id, stamp))
 
 
 async def walk_newest(

@@ -130,6 +130,8 @@ def documentation_app() -> FastAPI:
 def _attach(app: FastAPI, store: PostgresStorage) -> None:
     app.state.store = store
     app.state.builder = ContextBuilder(store)
+    # The encoding loaded now, not by the worker's first write or context (100 ms or more).
+    app.state.builder.counter.encoder  # noqa: B018
     app.state.builders = {}  # a builder per encoding a request's model asks for
 
 
