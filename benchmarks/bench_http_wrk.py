@@ -8,7 +8,8 @@ interleaved, ``ROUNDS`` rounds, the median round kept:
 - append a turn (two messages, to 64 sessions per connection group) at 1, 8 and 32
   connections: throughput, and p50 latency;
 - build a context (ctxstore: the Context Contract within 2,000 tokens; the floor: read
-  the newest 40 rows and count their tokens) of a 40-message session at 8 connections.
+  the same window, as many of the newest rows as ctxstore's contract includes, and count
+  their tokens) of a session of a few hundred messages at 8 connections.
 
 Targets (issue 27): append >= 0.7x the floor's throughput at 8 and 32 connections and p50
 <= 1.5x at 1; context >= 0.5x.  wrk, the servers and PostgreSQL share the machine.
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from sqlalchemy import URL
 
-from benchmarks.bench_http import Server
+from benchmarks.bench_http import Connection, Server
 from benchmarks.common import bench_database, table
 from ctxstore.http.auth import new_token
 
@@ -113,6 +114,19 @@ def wrk(port: int, connections: int, script: Path) -> tuple[float, float]:
     return float(rate.group(1)), float(p50.group(1)) * _UNITS[p50.group(2)]
 
 
+async def included(port: int, token: str, path: str) -> int:
+    """How many messages ctxstore's context of the session at ``path`` includes: the
+    window the floor reads."""
+    connection = await Connection.open(port, token)
+    try:
+        status, body = await connection.post(path, json.dumps(CONTEXT).encode())
+    finally:
+        connection.close()
+    if status != 200:
+        raise SystemExit(f"the context answered {status}: {body[:200]!r}")
+    return int(json.loads(body)["meta"]["included_message_count"])
+
+
 def script(folder: Path, name: str, token: str, body: object, prefix: str, suffix: str) -> Path:
     path = folder / f"{name}.lua"
     text = json.dumps(body, ensure_ascii=False)
@@ -131,6 +145,7 @@ def main() -> None:
     token, grant = new_token("bench", ["read", "write"])
     folder = Path(tempfile.mkdtemp(prefix="ctxstore-wrk-"))
     results: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
+    windows: list[int] = []
     with bench_database() as url:
         ours, floor = Server(url, grant, workers=1), Baseline(url)
         try:
@@ -145,10 +160,13 @@ def main() -> None:
                         results.setdefault((name, "append", connections), []).append(
                             wrk(port, connections, lua)
                         )
+                # The sessions of the 8-connection append above: hundreds of messages each.
+                prefix = f"/v1/sessions/r{number}-c8-"
+                window = asyncio.run(included(ours.port, token, prefix + "0-0/context"))
+                windows.append(window)
                 for name, port in apps.items():
-                    # The sessions of the 8-connection append above: 40+ messages each.
-                    prefix = f"/v1/sessions/r{number}-c8-"
-                    lua = script(folder, "context", token, CONTEXT, prefix, "/context")
+                    suffix = "/context" if name == "ctxstore" else f"/context?window={window}"
+                    lua = script(folder, "context", token, CONTEXT, prefix, suffix)
                     results.setdefault((name, "context", 8), []).append(wrk(port, 8, lua))
         finally:
             ours.stop()
@@ -175,6 +193,7 @@ def main() -> None:
             )
         )
     print(f"\nwrk -t1 {SECONDS} s a run, median of {ROUNDS} interleaved rounds")
+    print(f"context window (messages ctxstore includes, the floor reads): {windows}")
     print(
         table(
             rows,

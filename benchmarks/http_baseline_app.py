@@ -3,8 +3,10 @@ asyncpg, under the same uvicorn, doing the same work with nothing else.
 
 - ``POST /v1/sessions/{id}/messages``: the body's two messages appended as two rows of
   its own table, the session's counter bumped (one transaction, as ctxstore's append);
-- ``POST /v1/sessions/{id}/context``: the newest rows of the session read and their
-  tokens counted with tiktoken's cl100k_base (what a context build must at least do).
+- ``POST /v1/sessions/{id}/context?window=N``: the newest N rows of the session read
+  and their tokens counted with tiktoken's cl100k_base (what a context build must at
+  least do; N: as many messages as ctxstore's context of the session includes, 40 if
+  not given).
 
 No authentication, validation, versions or problems.  $BASELINE_DATABASE_URL names the
 database (its tables are created at start, dropped by the benchmark).
@@ -41,7 +43,7 @@ INSERT INTO baseline_messages (session_id, seq, role, content)
 SELECT $1, $2 + n, r, c FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS m(r, c, n)
 """
 WINDOW = """
-SELECT role, content FROM baseline_messages WHERE session_id = $1 ORDER BY seq DESC LIMIT 40
+SELECT role, content FROM baseline_messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
 """
 
 
@@ -73,7 +75,8 @@ async def append(request: Request) -> Response:
 async def context(request: Request) -> Response:
     body = json.loads(await request.body())
     async with request.app.state.pool.acquire() as connection:
-        rows = await connection.fetch(WINDOW, request.path_params["id"])
+        window = int(request.query_params.get("window", "40"))
+        rows = await connection.fetch(WINDOW, request.path_params["id"], window)
     tokens = sum(len(ENCODING.encode(row["content"])) for row in rows)
     tokens += len(ENCODING.encode(body["user_message"]))
     recent = [{"role": row["role"], "content": row["content"]} for row in reversed(rows)]
