@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -413,3 +414,17 @@ def test_a_filled_cost_kept_per_process_is_the_cost_of_that_very_fill() -> None:
                     expected = counter.element_cost(element)
                     assert message_cost(stored, head, counter) == expected  # counted
                     assert message_cost(stored, head, counter) == expected  # kept
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_a_skeletons_tokens_change_with_its_message_count_by_the_counts_digits(
+    encoding: str,
+) -> None:
+    counter = TokenCounter(encoding)
+    meta = dict(EXAMPLE["meta"])
+    for count in [*range(0, 1200, 7), 9999, 10000, 123456, 2**31 - 1]:
+        document = {**EXAMPLE, "meta": {**meta, "included_message_count": count}}
+        zero = {**EXAMPLE, "meta": {**meta, "included_message_count": 0}}
+        whole = counter.count(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+        base = counter.count(json.dumps(zero, ensure_ascii=False, separators=(",", ":")))
+        assert whole == base - counter.count("0") + counter.count(str(count))

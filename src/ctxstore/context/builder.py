@@ -165,13 +165,26 @@ class ContextBuilder:
 
     def _total(self, plan: _Plan) -> int:
         """The exact token count of the contract the plan describes."""
-        skeleton = _with_meta(plan.skeleton, len(plan.messages), plan.summary_version)
         messages = sum(plan.message_tokens)
         if plan.messages:
             messages -= self.counter.first_element_saving
-        return (
-            self._skeleton_tokens(skeleton, with_knowledge=False) + plan.knowledge_tokens + messages
-        )
+        return self._meta_skeleton_tokens(plan) + plan.knowledge_tokens + messages
+
+    def _meta_skeleton_tokens(self, plan: _Plan) -> int:
+        """The skeleton's tokens with ``meta.included_message_count`` the plan's count.
+
+        With tiktoken's encodings, the count's digits are pre-tokens of their own (every
+        encoding's pattern splits a run of digits from the ``":`` before it and the ``,"``
+        after it), so another count changes the skeleton's tokens by its digits' tokens
+        alone: the skeleton is counted once a build, not once for every count tried.
+        """
+        count = len(plan.messages)
+        if count and type(self.counter) is TokenCounter:
+            zero = _with_meta(plan.skeleton, 0, plan.summary_version)
+            base = self._skeleton_tokens(zero, with_knowledge=False)
+            return base - _counted(self.counter, "0") + _counted(self.counter, str(count))
+        skeleton = _with_meta(plan.skeleton, count, plan.summary_version)
+        return self._skeleton_tokens(skeleton, with_knowledge=False)
 
     async def _plan_messages(
         self, plan: _Plan, reader: Any, head: SessionHead, budget: int, covered: int
