@@ -211,12 +211,16 @@ def digest_of(message: Message) -> bytes:
     Saves call this once per message of the whole list, so it must cost next to nothing
     for messages whose digest is already known.
     """
-    private = message.__pydantic_private__
-    core = private.get("_core_digest") if private else None
-    if core is None:
-        core = message.core_digest()
+    core = core_digest_of(message)
     metadata = message.__dict__["metadata"]
     return core if not metadata else full_digest(core, metadata)
+
+
+def core_digest_of(message: Message) -> bytes:
+    """``message.core_digest()`` without pydantic's slow private-attribute lookup."""
+    private = message.__pydantic_private__
+    core = private.get("_core_digest") if private else None
+    return core if core is not None else message.core_digest()
 
 
 def full_digest(core: bytes, metadata: dict[str, Any] | None) -> bytes:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ctxstore.errors import ConflictError, InvalidInputError
-from ctxstore.models import Message, Summary
+from ctxstore.models import Message, Summary, core_digest_of
 from ctxstore.storage.base import SessionHead, SessionReader, StoredMessage, VersionedStorage
 from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
 
@@ -88,11 +88,9 @@ def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter
     # content and turn id (its core digest, of every field but metadata), its position
     # when the turn id is filled, the session's creation time with its offset, and the
     # counter (equal only to a counter of its own class and encoding).
-    private = message.__pydantic_private__  # pydantic's own lookup costs more than a count's
-    digest = private.get("_core_digest") if private else None
     key = (
         counter,
-        digest if digest is not None else message.core_digest(),
+        core_digest_of(message),
         stored.position if message.turn_id is None else -1,
         created,
         created.utcoffset(),

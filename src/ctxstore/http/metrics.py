@@ -27,6 +27,7 @@ class Metrics:
         registry = None if self._multiprocess else CollectorRegistry(auto_describe=True)
         self._registry = registry
         labels = ("route", "method", "status")
+        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self.requests = Counter(
             "ctxstore_http_requests",
             "HTTP requests answered, by route template, method and status",
@@ -54,9 +55,19 @@ class Metrics:
         )
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:
-        code = str(status)
-        self.requests.labels(route, method, code).inc()
-        self.duration.labels(route, method, code).observe(seconds)
+        key = (route, method, status)
+        found = self._children.get(key)
+        if found is None:
+            # A label set's samples, looked up once: labels() takes a lock and builds its
+            # key on every call.  Routes, methods and statuses are few.
+            code = str(status)
+            found = self._children[key] = (
+                self.requests.labels(route, method, code),
+                self.duration.labels(route, method, code),
+            )
+        requests, duration = found
+        requests.inc()
+        duration.observe(seconds)
 
     def render(self) -> bytes:
         if self._registry is not None:

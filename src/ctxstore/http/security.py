@@ -14,6 +14,7 @@ from typing import Any
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import request_response
 
 from ctxstore.http.auth import SCOPES, Principal
 from ctxstore.http.middleware import CHALLENGE, PRINCIPAL_KEY, PUBLIC
@@ -47,8 +48,23 @@ def public() -> dict[str, Any]:
 class ScopedRoute(APIRoute):
     """A route that answers 401 or 403 unless the request's token has its scope."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._direct: Callable[[Request], Coroutine[Any, Any, Response]] | None = None
+        super().__init__(*args, **kwargs)
+        if self._direct is not None:
+            # FastAPI's request_response opens two exit stacks a request, for the cleanup
+            # of dependencies with yield; a route called directly has none: Starlette's.
+            self.app = request_response(self._direct)
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = direct_handler(self) or super().get_route_handler()
+        direct = direct_handler(self)
+        handler = self._scoped(direct or super().get_route_handler())
+        self._direct = handler if direct is not None else None
+        return handler
+
+    def _scoped(
+        self, handler: Callable[[Request], Coroutine[Any, Any, Response]]
+    ) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         scope = (self.openapi_extra or {}).get(SCOPE_KEY)
         if scope == PUBLIC:
             return handler

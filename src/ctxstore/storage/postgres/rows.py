@@ -41,6 +41,7 @@ from ctxstore.models import (
     Summary,
     UserProfile,
     Versioned,
+    core_digest_of,
     digest_of,
     full_digest,
     pain_number,
@@ -91,7 +92,7 @@ def _sealed(b: Batch) -> list[bytes | None]:
     prefix = message_aad_prefix(b.session_id)
     return [
         key.seal(
-            pack_message(m.content, m.metadata, m.core_digest(), m.name),
+            pack_message(m.content, m.metadata, core_digest_of(m), m.name),
             bound_message_aad(
                 prefix, m.role, m.turn_id, m.timestamp, offset, nanoseconds_of(m.timestamp)
             ),
@@ -103,7 +104,7 @@ def _sealed(b: Batch) -> list[bytes | None]:
 def _digests(b: Batch) -> list[bytes]:
     key = b.key
     if key is None:
-        return [m.core_digest() for m in b.messages]
+        return [core_digest_of(m) for m in b.messages]
     return [key.mac(digest) for digest in b.digests]
 
 
