@@ -225,7 +225,14 @@ async def test_the_context_is_the_builders_contract(
                 "content": "股四头肌训练",
                 "source": "kb/knee",
                 "relevance_score": 0.9,
-            }
+            },
+            # A whole number: the library's item holds it as a float, as validating would.
+            {
+                "title": "何时就医",
+                "content": "无法负重",
+                "source": "kb/flags",
+                "relevance_score": 1,
+            },
         ],
     }
     answer = await client.post(f"/v1/sessions/{sid}/context", json=request)

@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.context.compression import TokenBudget
+from ctxstore.contract import KnowledgeItem
 from ctxstore.errors import SessionNotFoundError, TooManyMessagesError
 from ctxstore.http import idempotency
 from ctxstore.http.bodies import parse, request_body
@@ -33,6 +34,7 @@ from ctxstore.http.registry import Routes
 from ctxstore.http.schemas import (
     ContextRequest,
     ContextResponse,
+    KnowledgeIn,
     MessagesOut,
     SummaryIn,
     SummaryOut,
@@ -410,10 +412,22 @@ async def build_context(request: Request, session_id: SessionId) -> Response:
         session_id,
         body.turn_id,
         body.user_message,
-        retrieved_knowledge=[item.model_dump() for item in body.retrieved_knowledge],
+        retrieved_knowledge=[_knowledge(item) for item in body.retrieved_knowledge],
         token_budget=body.token_budget,
     )
     return Response(contract.to_json(), media_type=JSON)
+
+
+def _knowledge(item: KnowledgeIn) -> KnowledgeItem:
+    """The library's item, not validated again: KnowledgeIn validated each field strictly
+    (the builder still checks the text is storable).  A whole number is a float here, as
+    KnowledgeItem's validation would make it."""
+    return KnowledgeItem.model_construct(
+        title=item.title,
+        content=item.content,
+        source=item.source,
+        relevance_score=float(item.relevance_score),
+    )
 
 
 def _builder_for(request: Request, counter: TokenCounter) -> ContextBuilder:
