@@ -28,9 +28,9 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from ctxstore import MemoryStorage, Message, PostgresStorage
+from ctxstore.adapters import call_blocking
 from ctxstore.adapters.langchain import KEY, CtxstoreChatMessageHistory
 from ctxstore.errors import (
-    ConfigurationError,
     CorruptDataError,
     InvalidInputError,
     InvalidMessageError,
@@ -286,18 +286,18 @@ def test_the_synchronous_methods(sync_pg: PostgresStorage, sid: str) -> None:
     assert history.messages == []
 
 
-async def test_a_synchronous_call_on_the_storages_own_loop_is_refused(
+async def test_a_synchronous_call_on_the_storages_own_loop_works(
     pg: PostgresStorage, sid: str
 ) -> None:
     history = CtxstoreChatMessageHistory(sid, pg)
     await history.aadd_messages(_turn("q", "a"))  # this loop now serves the storage
 
-    with pytest.raises(ConfigurationError, match="await the asynchronous method"):
-        history.add_messages(_turn("q2", "a2"))
-
-    # from a worker thread the same call is handed to this loop and works
-    await asyncio.to_thread(history.add_messages, _turn("q2", "a2"))
-    assert await history.aget_messages() == _turn("q", "a") + _turn("q2", "a2")
+    # the storage moves to its portal thread, which the call waits on
+    history.add_messages(_turn("q2", "a2"))
+    await asyncio.to_thread(history.add_messages, _turn("q3", "a3"))
+    expected = _turn("q", "a") + _turn("q2", "a2") + _turn("q3", "a3")
+    assert await history.aget_messages() == expected
+    await asyncio.to_thread(call_blocking, pg, pg.close)
 
 
 # -- inside LangChain ---------------------------------------------------------------------

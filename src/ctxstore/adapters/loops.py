@@ -17,8 +17,13 @@ adapter call goes through here, keyed by the storage:
 Whenever the home changes, a PostgresStorage's pooled connections, which belong to the old
 loop, are dropped (so ``asyncio.run`` twice works); the new home opens its own.
 
-A synchronous call made on the home loop's own thread while it runs would wait for
-itself forever; it raises ConfigurationError instead, naming the asynchronous method.
+A synchronous call made on the home loop's own thread while it runs (LangChain reading
+``messages`` inside async code) cannot be served by that loop, which it blocks: the
+storage moves to a portal, as for any other caller, and the call waits on the portal's
+thread.  The old home's idle pooled connections are left to it.  Only when a call of the
+storage is in flight on that loop (it may hold a row lock the portal's call would wait
+for, and it cannot end while the thread is blocked) does the synchronous call raise
+ConfigurationError instead, naming the asynchronous method to await.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class _Home:
 
 
 _homes: weakref.WeakKeyDictionary[object, _Home] = weakref.WeakKeyDictionary()
+#: Calls of a storage running on a home loop the application runs (not a portal).
+_in_flight: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
 _guard = threading.Lock()
 
 
@@ -82,9 +89,17 @@ async def on_home_loop(storage: object, call: Callable[[], Awaitable[T]]) -> T:
             home = _homes[storage] = _Home(running)
         elif home.loop is not running and home.thread is None:
             home = _to_portal(storage)  # another loop's: it may end under the call
-    if home.loop is running:
+    if home.loop is not running:
+        return await asyncio.wrap_future(_submit(home.loop, call))
+    if home.thread is not None:  # a call made by a call running on the portal
         return await call()
-    return await asyncio.wrap_future(_submit(home.loop, call))
+    with _guard:
+        _in_flight[storage] = _in_flight.get(storage, 0) + 1
+    try:
+        return await call()
+    finally:
+        with _guard:
+            _in_flight[storage] -= 1
 
 
 def call_blocking(
@@ -103,11 +118,16 @@ def call_blocking(
         running = None
     with _guard:
         home = _homes.get(storage)
-        if home is not None and home.loop is running:
+        if (
+            home is not None
+            and home.loop is running
+            and (home.thread is not None or _in_flight.get(storage, 0))
+        ):
             raise ConfigurationError(
-                "a synchronous call on the event loop that serves the storage would wait "
-                "for itself: await the asynchronous method instead (e.g. aget_messages, "
-                "aadd_messages, aclear)"
+                "a synchronous call on the event loop that serves the storage while "
+                "another call of it is in flight there would wait for that call, which "
+                "cannot finish while this thread waits: await the asynchronous method "
+                "instead (e.g. aget_messages, aadd_messages, aclear)"
             )
         if home is None or home.thread is None or not home.usable():
             home = _to_portal(storage)  # an application's loop may end under the call
