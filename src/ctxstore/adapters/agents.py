@@ -17,13 +17,13 @@ concurrency (tail.py).  Writes run to their end even when the caller is cancelle
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from ctxstore.adapters.loops import on_home_loop, settled
 from ctxstore.adapters.records import convert_all, limits_of, missing_extra, pack, unpack
 from ctxstore.adapters.tail import newest, pop_newest
-from ctxstore.errors import CorruptDataError, InvalidInputError, InvalidMessageError
+from ctxstore.errors import ConflictError, CorruptDataError, InvalidInputError, InvalidMessageError
 from ctxstore.models import Message, Role
 from ctxstore.storage.base import VersionedStorage
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, check_session_id
@@ -31,11 +31,14 @@ from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, check_session_id
 try:
     from agents.items import TResponseInputItem
     from agents.memory import SessionSettings
+    from agents.memory.session import _CompactionSnapshot
     from agents.memory.session_settings import resolve_session_limit
 except ImportError as error:
     raise missing_extra("agents", "openai-agents", error) from error
 
-__all__ = ["KEY", "CtxstoreSession", "from_message", "to_message"]
+T = TypeVar("T")
+
+__all__ = ["KEY", "CtxstoreSession", "SessionSettingsError", "from_message", "to_message"]
 
 #: Where an item is kept in ctxstore's metadata.
 KEY = "openai_agents"
@@ -50,6 +53,11 @@ _ROLES: dict[str, Role] = {
 }
 
 
+class SessionSettingsError(InvalidInputError, TypeError):
+    """``session_settings`` the SDK would refuse: a ctxstore InvalidInputError that is
+    also the TypeError the SDK's own sessions raise ("Unknown session settings: ...")."""
+
+
 def _settings(given: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
     """The SDK's SessionSettings for what a caller gave (Runner calls ``.resolve`` on it)."""
     if given is None:
@@ -57,10 +65,14 @@ def _settings(given: SessionSettings | Mapping[str, Any] | None) -> SessionSetti
     if isinstance(given, SessionSettings):
         return given
     if not isinstance(given, Mapping):
-        raise InvalidInputError(f"session_settings must be SessionSettings or a mapping: {given!r}")
+        raise SessionSettingsError(
+            f"session_settings must be SessionSettings or a mapping: {given!r}"
+        )
     try:
         return SessionSettings().resolve(dict(given))
-    except (TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+    except TypeError as error:  # an unknown setting, as the SDK words it
+        raise SessionSettingsError(f"session_settings: {error}".splitlines()[0]) from None
+    except ValueError as error:  # pydantic's ValidationError is a ValueError
         raise InvalidInputError(f"session_settings: {error}".splitlines()[0]) from None
 
 
@@ -101,27 +113,97 @@ class CtxstoreSession:
             raise InvalidMessageError(f"items must be a list of items, not {type(items).__name__}")
         if not items:
             return
-        limits = limits_of(self.storage)
-        messages = [to_message(item, limits) for item in items]
-        await settled(
-            on_home_loop(
-                self.storage,
-                lambda: self.storage.append(self.session_id, messages, user_id=self.user_id),
-            )
+        messages = self._messages(items)
+        await self._write(
+            lambda: self.storage.append(self.session_id, messages, user_id=self.user_id)
         )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item and return it (None: the session is empty)."""
-        popped = await settled(
-            on_home_loop(
-                self.storage, lambda: pop_newest(self.storage, self.session_id, self.user_id)
-            )
-        )
+        popped = await self._write(lambda: pop_newest(self.storage, self.session_id, self.user_id))
         return from_message(popped, self.session_id) if popped is not None else None
 
     async def clear_session(self) -> None:
         """Remove the session: its items, and ctxstore's summaries and state of it."""
-        await settled(on_home_loop(self.storage, lambda: self.storage.delete(self.session_id)))
+        await self._write(lambda: self.storage.delete(self.session_id))
+
+    # -- the SDK's compaction protocol (OpenAIResponsesCompactionSession) --------------------
+
+    async def _get_compaction_snapshot(
+        self,
+        limit: int,
+        *,
+        prune_prefix: Callable[[TResponseInputItem], bool] | None = None,
+    ) -> _CompactionSnapshot | None:
+        """The newest ``limit`` items read on one snapshot, whether they are all of the
+        session's, and an atomic replacement of a suffix of them: what the SDK's
+        compaction wrapper asks of its own SQL sessions to compact a bounded suffix
+        instead of requiring the whole history (it skips compaction otherwise).
+
+        ``replace_suffix(start, output)`` replaces the snapshot's items from ``start`` on
+        with ``output`` in one versioned save, only if the session is still at the version
+        read (else False: the stored suffix changed); ``prune_prefix`` drops the items
+        before the suffix it says are expired, oldest first, in the same save."""
+
+        async def read() -> tuple[list[Message], bool, int]:
+            async with self.storage.reader(self.session_id) as reader:
+                head = await reader.head()
+                count = head.message_count
+                window = await reader.span(max(0, count - limit), count) if count else []
+            return window, count <= limit, head.version
+
+        window, complete, version = await on_home_loop(self.storage, read)
+        try:
+            items = [from_message(message, self.session_id) for message in window]
+        except CorruptDataError:
+            return None  # as the SDK's sessions do with rows they cannot decode
+
+        async def replace_suffix(start: int, output: list[TResponseInputItem]) -> bool:
+            if not 0 <= start < len(window):
+                return False
+            replacement = self._messages(output)
+            suffix = len(window) - start
+
+            async def replace() -> bool:
+                async with self.storage.reader(self.session_id) as reader:
+                    head = await reader.head()
+                    if head.version != version:
+                        return False
+                    kept = await reader.span(0, head.message_count - suffix)
+                if prune_prefix is not None:
+                    while kept and prune_prefix(from_message(kept[0], self.session_id)):
+                        kept = kept[1:]
+                try:
+                    await self.storage.save(
+                        self.session_id,
+                        kept + replacement,
+                        expected_version=version,
+                        user_id=self.user_id,
+                    )
+                except ConflictError:  # another writer got there first
+                    return False
+                return True
+
+            return await self._write(replace)
+
+        return _CompactionSnapshot(items, complete, replace_suffix)
+
+    async def _atomic_replace_items(self, items: list[TResponseInputItem]) -> bool:
+        """Replace every item with ``items`` in one save (the compaction wrapper's whole
+        history replacement; without it, it clears and re-adds, two writes)."""
+        messages = self._messages(items)
+        await self._write(
+            lambda: self.storage.save(self.session_id, messages, user_id=self.user_id)
+        )
+        return True
+
+    def _messages(self, items: list[TResponseInputItem]) -> list[Message]:
+        limits = limits_of(self.storage)
+        return [to_message(item, limits) for item in items]
+
+    async def _write(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` on the storage's loop, run to its end even if the caller is cancelled."""
+        return await settled(on_home_loop(self.storage, call))
 
     async def _read(self, limit: int | None) -> list[Message]:
         if limit is None:
