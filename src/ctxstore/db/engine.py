@@ -7,13 +7,20 @@ admin code.  Both take their connections' settings from one :class:`EngineSettin
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
+import ssl
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import asyncpg
+from asyncpg import connect_utils
 from sqlalchemy import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -289,8 +296,20 @@ def create_pool(
     # The query's options win over the URL's parts (a ?host= socket directory), as in libpq.
     arguments = {**normalized.translate_connect_args(username="user"), **options, **connect_args}
 
+    looked_up: dict[str, object] | None = None
+
     async def connect() -> asyncpg.Connection:
-        connection = await asyncpg.connect(**arguments)
+        nonlocal looked_up
+        if looked_up is None:  # once per pool, on a worker thread: see _file_lookups
+            looked_up = await asyncio.to_thread(_file_lookups, arguments)
+        tried = looked_up
+        try:
+            connection = await asyncpg.connect(**{**arguments, **tried})
+        except ConnectionError as error:
+            if tried.get("ssl") in (None, False) or "rejected SSL upgrade" not in str(error):
+                raise
+            looked_up = {**tried, "ssl": False}  # sslmode=prefer: plain when refused
+            connection = await asyncpg.connect(**{**arguments, **looked_up})
         try:
             await _prepare(init, connection)
         except BaseException:
@@ -304,6 +323,62 @@ def create_pool(
         idle_lifetime=settings.pool_recycle,
         open_timeout=settings.pool_timeout,
     )
+
+
+def _file_lookups(arguments: dict[str, Any]) -> dict[str, object]:
+    """What asyncpg would read from files at every connect, read once, off the event
+    loop: a blocking read there stalls every task of the loop (and trips blocking-call
+    checkers such as blockbuster, which langchain-core's tests run under).
+
+    - no password: the one the password file gives (``passfile``, ``PGPASSFILE`` or
+      ``~/.pgpass``), else an empty one, so asyncpg does not look again;
+    - no ``sslmode`` over TCP: libpq's default, prefer, as the SSL context asyncpg would
+      build with the client certificate and key (``PGSSLCERT``, ``PGSSLKEY``, else
+      ``~/.postgresql``'s) when present; ``connect``
+      falls back to a plain connection when the server refuses SSL, as prefer does.
+    """
+    found: dict[str, object] = {}
+    if arguments.get("password") is None:
+        found["password"] = _password_from_file(arguments) or ""
+    host = str(arguments.get("host") or "")
+    over_tcp = bool(host) and not host.startswith("/")
+    if arguments.get("ssl") is None and not os.environ.get("PGSSLMODE") and over_tcp:
+        found["ssl"] = _prefer_context()
+    return found
+
+
+def _password_from_file(arguments: dict[str, Any]) -> str | None:
+    passfile = arguments.get("passfile") or os.environ.get("PGPASSFILE")
+    path = Path(passfile) if passfile else Path.home() / ".pgpass"
+    read = getattr(connect_utils, "_read_password_from_pgpass", None)
+    if read is None or not path.is_file():
+        return None
+    host = str(arguments.get("host") or "localhost")
+    password = read(
+        hosts=[host],
+        ports=[int(arguments.get("port") or 5432)],
+        database=str(arguments.get("database") or arguments.get("user") or ""),
+        user=str(arguments.get("user") or ""),
+        passfile=path,
+    )
+    return password if isinstance(password, str) else None
+
+
+def _prefer_context() -> ssl.SSLContext:
+    """The context asyncpg builds for sslmode=prefer (no certificate check), with the
+    client certificate and key it would load."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        folder = Path.home() / ".postgresql"
+    except (RuntimeError, KeyError):  # no home directory: asyncpg looks for none either
+        return context
+    certificate = Path(os.environ.get("PGSSLCERT") or folder / "postgresql.crt")
+    key = Path(os.environ.get("PGSSLKEY") or folder / "postgresql.key")
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        context.load_cert_chain(certificate, keyfile=key if key.exists() else None)
+    return context
 
 
 async def _prepare(
