@@ -330,18 +330,22 @@ def _file_lookups(arguments: dict[str, Any]) -> dict[str, object]:
     loop: a blocking read there stalls every task of the loop (and trips blocking-call
     checkers such as blockbuster, which langchain-core's tests run under).
 
-    - no password: the one the password file gives (``passfile``, ``PGPASSFILE`` or
-      ``~/.pgpass``), else an empty one, so asyncpg does not look again;
+    - no password: ``PGPASSWORD``, else the one the password file gives (``passfile``,
+      ``PGPASSFILE`` or ``~/.pgpass``), else an empty one, so asyncpg does not look again;
     - no ``sslmode`` over TCP: libpq's default, prefer, as the SSL context asyncpg would
       build with the client certificate and key (``PGSSLCERT``, ``PGSSLKEY``, else
       ``~/.postgresql``'s) when present; ``connect``
       falls back to a plain connection when the server refuses SSL, as prefer does.
+
+    Only for a URL that names its host and user (else asyncpg's defaults apply).
     """
     found: dict[str, object] = {}
-    if arguments.get("password") is None:
-        found["password"] = _password_from_file(arguments) or ""
     host = str(arguments.get("host") or "")
-    over_tcp = bool(host) and not host.startswith("/")
+    if not host or not arguments.get("user"):  # asyncpg's own defaults (PGHOST, PGUSER)
+        return found
+    if arguments.get("password") is None:
+        found["password"] = os.environ.get("PGPASSWORD") or _password_from_file(arguments) or ""
+    over_tcp = not host.startswith("/")
     if arguments.get("ssl") is None and not os.environ.get("PGSSLMODE") and over_tcp:
         found["ssl"] = _prefer_context()
     return found
