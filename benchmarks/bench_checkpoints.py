@@ -108,7 +108,7 @@ async def measure(url: URL) -> list[tuple[str, ...]]:
                 {
                     "ctxstore read": mine.read,
                     "peer read": theirs.read,
-                    "ctxstore cold": lambda: mine.read(CtxstoreSaver(storage)),
+                    "ctxstore cold": lambda mine=mine: mine.read(CtxstoreSaver(storage)),
                     "peer cold": theirs.read,
                 },
                 TRIALS,
