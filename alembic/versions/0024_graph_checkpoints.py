@@ -23,60 +23,108 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "0024"
 down_revision: str | Sequence[str] | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_SESSION_FK = "REFERENCES sessions (session_id) ON DELETE CASCADE"
-_KEY_FK = "REFERENCES data_keys (key_id) DEFERRABLE INITIALLY DEFERRED"
 
-_TABLES = (
-    f"""
-CREATE TABLE graph_checkpoints (
-    session_id text NOT NULL CONSTRAINT fk_graph_checkpoints_session_id_sessions {_SESSION_FK},
-    checkpoint_ns text NOT NULL,
-    checkpoint_id text NOT NULL,
-    parent_checkpoint_id text,
-    checkpoint_type text NOT NULL,
-    checkpoint bytea NOT NULL,
-    metadata jsonb NOT NULL,
-    messages_count integer,
-    messages_archive text,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT pk_graph_checkpoints PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id),
-    CONSTRAINT ck_graph_checkpoints_messages CHECK (
-        messages_archive IS NULL OR messages_count IS NOT NULL)
-)""",
-    f"""
-CREATE TABLE graph_channel_values (
-    session_id text NOT NULL
-        CONSTRAINT fk_graph_channel_values_session_id_sessions {_SESSION_FK},
-    checkpoint_ns text NOT NULL,
-    channel text NOT NULL,
-    version text NOT NULL,
-    value_type text NOT NULL,
-    value bytea,
-    key_id bigint CONSTRAINT fk_graph_channel_values_key_id_data_keys {_KEY_FK},
-    CONSTRAINT pk_graph_channel_values PRIMARY KEY (session_id, checkpoint_ns, channel, version)
-)""",
-    f"""
-CREATE TABLE graph_writes (
-    session_id text NOT NULL CONSTRAINT fk_graph_writes_session_id_sessions {_SESSION_FK},
-    checkpoint_ns text NOT NULL,
-    checkpoint_id text NOT NULL,
-    task_id text NOT NULL,
-    idx integer NOT NULL,
-    channel text NOT NULL,
-    value_type text NOT NULL,
-    value bytea NOT NULL,
-    task_path text NOT NULL,
-    key_id bigint CONSTRAINT fk_graph_writes_key_id_data_keys {_KEY_FK},
-    CONSTRAINT pk_graph_writes PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx)
-)""",
-)
+# With op.create_table, on Citus each table is distributed beside sessions before its keys
+# are added (ctxstore.db.distribute.KeptDistributed): a key from a plain table to the
+# sharded sessions would be refused.
+def _session_key(table: str) -> sa.ForeignKeyConstraint:
+    return sa.ForeignKeyConstraint(
+        ["session_id"],
+        ["sessions.session_id"],
+        ondelete="CASCADE",
+        name=op.f(f"fk_{table}_session_id_sessions"),
+    )
+
+
+def _data_key(table: str) -> sa.ForeignKeyConstraint:
+    return sa.ForeignKeyConstraint(
+        ["key_id"],
+        ["data_keys.key_id"],
+        deferrable=True,
+        initially="DEFERRED",
+        name=op.f(f"fk_{table}_key_id_data_keys"),
+    )
+
+
+def _create_tables() -> None:
+    op.create_table(
+        "graph_checkpoints",
+        sa.Column("session_id", sa.Text(), nullable=False),
+        sa.Column("checkpoint_ns", sa.Text(), nullable=False),
+        sa.Column("checkpoint_id", sa.Text(), nullable=False),
+        sa.Column("parent_checkpoint_id", sa.Text(), nullable=True),
+        sa.Column("checkpoint_type", sa.Text(), nullable=False),
+        sa.Column("checkpoint", sa.LargeBinary(), nullable=False),
+        sa.Column("metadata", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
+        sa.Column("messages_count", sa.Integer(), nullable=True),
+        sa.Column("messages_archive", sa.Text(), nullable=True),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.CheckConstraint(
+            "messages_archive IS NULL OR messages_count IS NOT NULL",
+            name=op.f("ck_graph_checkpoints_messages"),
+        ),
+        _session_key("graph_checkpoints"),
+        sa.PrimaryKeyConstraint(
+            "session_id", "checkpoint_ns", "checkpoint_id", name=op.f("pk_graph_checkpoints")
+        ),
+    )
+    op.create_table(
+        "graph_channel_values",
+        sa.Column("session_id", sa.Text(), nullable=False),
+        sa.Column("checkpoint_ns", sa.Text(), nullable=False),
+        sa.Column("channel", sa.Text(), nullable=False),
+        sa.Column("version", sa.Text(), nullable=False),
+        sa.Column("value_type", sa.Text(), nullable=False),
+        sa.Column("value", sa.LargeBinary(), nullable=True),
+        sa.Column("key_id", sa.BigInteger(), nullable=True),
+        _session_key("graph_channel_values"),
+        _data_key("graph_channel_values"),
+        sa.PrimaryKeyConstraint(
+            "session_id",
+            "checkpoint_ns",
+            "channel",
+            "version",
+            name=op.f("pk_graph_channel_values"),
+        ),
+    )
+    op.create_table(
+        "graph_writes",
+        sa.Column("session_id", sa.Text(), nullable=False),
+        sa.Column("checkpoint_ns", sa.Text(), nullable=False),
+        sa.Column("checkpoint_id", sa.Text(), nullable=False),
+        sa.Column("task_id", sa.Text(), nullable=False),
+        sa.Column("idx", sa.Integer(), nullable=False),
+        sa.Column("channel", sa.Text(), nullable=False),
+        sa.Column("value_type", sa.Text(), nullable=False),
+        sa.Column("value", sa.LargeBinary(), nullable=False),
+        sa.Column("task_path", sa.Text(), nullable=False),
+        sa.Column("key_id", sa.BigInteger(), nullable=True),
+        _session_key("graph_writes"),
+        _data_key("graph_writes"),
+        sa.PrimaryKeyConstraint(
+            "session_id",
+            "checkpoint_ns",
+            "checkpoint_id",
+            "task_id",
+            "idx",
+            name=op.f("pk_graph_writes"),
+        ),
+    )
+
 
 _ROLES = """
 DO $$
@@ -99,8 +147,7 @@ $$"""
 
 
 def upgrade() -> None:
-    for table in _TABLES:
-        op.execute(table)
+    _create_tables()
     # list() across threads and delete_for_runs look checkpoints up by run.
     op.execute(
         "CREATE INDEX ix_graph_checkpoints_run_id ON graph_checkpoints ((metadata ->> 'run_id'))"
