@@ -247,26 +247,31 @@ class GraphRows:
                             driver, sid, user_id, "", {"messages": (archive, messages)}
                         )
 
-    async def delete(self, sid: str, ns: str | None, keep: Sequence[str]) -> None:
-        """A thread's checkpoints but ``keep`` (in namespace ``ns``; None: every one) and
-        their pending writes."""
-        async with self.storage.maintenance("delete checkpoints") as driver:
-            await sql.GRAPH_DELETE_CHECKPOINTS.execute(driver, sid=sid, ns=ns, keep=list(keep))
-
-    async def delete_values(self, sid: str, referenced: Iterable[tuple[str, str, str]]) -> None:
-        """A thread's channel values but the ``referenced`` ones."""
-        async with self.storage.maintenance("delete channel values") as driver:
-            await sql.GRAPH_DELETE_VALUES.execute(driver, sid=sid, **_columns(list(referenced)))
+    async def delete(
+        self,
+        sid: str,
+        checkpoints: Sequence[tuple[str, str]],
+        values: Iterable[tuple[str, str, str]],
+    ) -> None:
+        """A thread's ``(namespace, checkpoint id)``s with their pending writes, and its
+        values at ``(namespace, channel, version)``, in one transaction."""
+        async with (
+            self.storage.maintenance("delete checkpoints") as driver,
+            driver.transaction(),
+        ):
+            await sql.GRAPH_DELETE_CHECKPOINTS.execute(
+                driver,
+                sid=sid,
+                namespaces=[c[0] for c in checkpoints],
+                checkpoint_ids=[c[1] for c in checkpoints],
+            )
+            await sql.GRAPH_DELETE_VALUES.execute(driver, sid=sid, **_columns(list(values)))
 
     async def run_checkpoints(self, run_ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """``(thread, namespace, checkpoint id)`` of the checkpoints the runs made."""
         async with self.storage.maintenance("find a run's checkpoints") as driver:
             found = await sql.GRAPH_RUN_CHECKPOINTS.fetch(driver, run_ids=list(run_ids))
         return [(r["session_id"], r["checkpoint_ns"], r["checkpoint_id"]) for r in found]
-
-    async def delete_orphan_writes(self, sid: str) -> None:
-        async with self.storage.maintenance("delete pending writes") as driver:
-            await sql.GRAPH_ORPHAN_WRITES.execute(driver, sid=sid)
 
     # -- sealing ----------------------------------------------------------------------------
 

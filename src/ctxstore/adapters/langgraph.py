@@ -31,8 +31,8 @@ import contextlib
 import itertools
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from ctxstore.adapters.graph_rows import CheckpointRow, GraphRows, Typed, WriteRow
@@ -53,6 +53,7 @@ try:
         Checkpoint,
         CheckpointMetadata,
         CheckpointTuple,
+        PendingWrite,
         get_checkpoint_id,
         get_serializable_checkpoint_metadata,
     )
@@ -160,23 +161,29 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
 
     async def _tuples(self, sid: str, rows: Sequence[CheckpointRow]) -> list[CheckpointTuple]:
         """The checkpoints of ``rows`` with their values and pending writes."""
-        checkpoints = {row.checkpoint_id: self._loads(row.checkpoint, sid) for row in rows}
+        checkpoints = {(r.ns, r.checkpoint_id): self._loads(r.checkpoint, sid) for r in rows}
         wanted = {
             (row.ns, channel, str(version))
             for row in rows
-            for channel, version in checkpoints[row.checkpoint_id]["channel_versions"].items()
+            for channel, version in checkpoints[row.ns, row.checkpoint_id][
+                "channel_versions"
+            ].items()
             if not self._in_session(row, channel)
         }
         wanted |= {(r.ns, MESSAGES, r.messages_archive) for r in rows if r.messages_archive}
         values = await self._rows.values(sid, wanted)
-        writes = await self._rows.writes(sid, [(row.ns, row.checkpoint_id) for row in rows])
+        writes: dict[tuple[str, str], list[PendingWrite]] = {}
+        for w in await self._rows.writes(sid, [(row.ns, row.checkpoint_id) for row in rows]):
+            pending = (w.task_id, w.channel, self._loads(w.value, sid))
+            writes.setdefault((w.ns, w.checkpoint_id), []).append(pending)
+        session: list[_Held] = []  # the session's messages, read at most once
         found = []
         for row in rows:
-            checkpoint = checkpoints[row.checkpoint_id]
+            checkpoint = checkpoints[row.ns, row.checkpoint_id]
             channel_values: dict[str, Any] = {}
             for channel, version in checkpoint["channel_versions"].items():
                 if self._in_session(row, channel):
-                    channel_values[channel] = await self._messages_at(sid, row, values)
+                    channel_values[channel] = await self._messages_at(sid, row, values, session)
                 elif (typed := values.get((row.ns, channel, str(version)))) is not None:
                     channel_values[channel] = self._loads(typed, sid)
             checkpoint["channel_values"] = channel_values
@@ -186,11 +193,7 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
                     checkpoint=checkpoint,
                     metadata=row.metadata,  # type: ignore[arg-type]
                     parent_config=(_config(sid, row.ns, row.parent_id) if row.parent_id else None),
-                    pending_writes=[
-                        (w.task_id, w.channel, self._loads(w.value, sid))
-                        for w in writes
-                        if (w.ns, w.checkpoint_id) == (row.ns, row.checkpoint_id)
-                    ],
+                    pending_writes=writes.get((row.ns, row.checkpoint_id), []),
                 )
             )
         return found
@@ -200,8 +203,14 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         return channel == MESSAGES and row.messages_count is not None
 
     async def _messages_at(
-        self, sid: str, row: CheckpointRow, values: dict[tuple[str, str, str], Typed | None]
+        self,
+        sid: str,
+        row: CheckpointRow,
+        values: dict[tuple[str, str, str], Typed | None],
+        session: list[_Held],
     ) -> list[BaseMessage]:
+        """The messages ``row`` holds; ``session``: the session as this call read it (at
+        most once, however many checkpoints it reads)."""
         count = row.messages_count or 0
         if row.messages_archive is not None:
             archived = values.get((row.ns, MESSAGES, row.messages_archive))
@@ -211,9 +220,13 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
                     session_id=sid,
                 )
             return list(self._loads(archived, sid)[:count])
-        held = self._held.get(sid)
-        if held is None or held.version != row.session_version or len(held.messages) < count:
-            held = await self._load_session(sid)
+        if not session:
+            cached = self._held.get(sid)
+            fresh = cached is not None and cached.version == row.session_version
+            session.append(
+                cached if cached is not None and fresh else await self._load_session(sid)
+            )
+        held = session[0]
         if len(held.messages) < count:
             raise CorruptDataError(
                 f"checkpoint {row.checkpoint_id} holds {count} messages; the session has "
@@ -267,10 +280,18 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
     ) -> RunnableConfig:
         values = checkpoint["channel_values"]
         messages = values.get(MESSAGES)
-        as_session = ns == "" and self._are_messages(sid, messages)
+        held = self._held.get(sid)
+        extended = (
+            held
+            if held and isinstance(messages, list) and _extends(messages, held.messages)
+            else None
+        )
+        as_session = ns == "" and _are_messages(messages, len(extended.messages) if extended else 0)
         count = None
         if as_session:
-            count = await self._store_messages(sid, user_id, cast(list[BaseMessage], messages))
+            count = await self._store_messages(
+                sid, user_id, cast(list[BaseMessage], messages), extended
+            )
         else:
             await self._ensure_session(sid, user_id)
         body = {**checkpoint, "channel_values": {}}
@@ -295,15 +316,6 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         await self._rows.put(sid, user_id, row, blobs)
         return _config(sid, ns, checkpoint["id"])
 
-    def _are_messages(self, sid: str, value: Any) -> bool:
-        """Whether ``value`` is a list of LangChain messages (checking only what follows
-        the messages held for the thread, when it begins with them)."""
-        if not isinstance(value, list):
-            return False
-        held = self._held.get(sid)
-        start = len(held.messages) if held is not None and _extends(value, held.messages) else 0
-        return all(isinstance(m, BaseMessage) for m in itertools.islice(value, start, None))
-
     async def _ensure_session(self, sid: str, user_id: str | None) -> None:
         """The thread's session made if it does not exist (its rows hang off it)."""
         async with self._locks.setdefault(sid, asyncio.Lock()):
@@ -315,16 +327,17 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         self._locks.pop(sid, None)
 
     async def _store_messages(
-        self, sid: str, user_id: str | None, messages: list[BaseMessage]
+        self, sid: str, user_id: str | None, messages: list[BaseMessage], extended: _Held | None
     ) -> int:
         """The session made to hold ``messages`` (appending what is new when it holds their
-        beginning, else rewritten); their count."""
-        held = self._held.get(sid)
+        beginning, else rewritten); their count.  ``extended``: the held messages that
+        ``messages`` is already known to begin with."""
+        held = extended or self._held.get(sid)
         for _ in range(_ATTEMPTS):
             if held is None:
                 held = await self._load_session(sid)
                 continue
-            appending = _extends(messages, held.messages)
+            appending = held is extended or _extends(messages, held.messages)
             if not appending:  # a fork or an edit: the checkpoints past the change keep theirs
                 await self._rows.archive_messages(
                     sid,
@@ -409,12 +422,17 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         async def delete() -> None:
-            made = await self._rows.run_checkpoints(list(run_ids))
-            by_thread: dict[str, list[str]] = {}
-            for sid, _, checkpoint_id in made:
-                by_thread.setdefault(sid, []).append(checkpoint_id)
-            for sid, gone in by_thread.items():
-                await self._keep(sid, lambda row, gone=set(gone): row.checkpoint_id not in gone)
+            made: dict[str, set[tuple[str, str]]] = {}
+            for sid, ns, checkpoint_id in await self._rows.run_checkpoints(list(run_ids)):
+                made.setdefault(sid, set()).add((ns, checkpoint_id))
+            for sid, gone in made.items():
+
+                def theirs(
+                    rows: list[CheckpointRow], gone: set[tuple[str, str]] = gone
+                ) -> list[CheckpointRow]:
+                    return [row for row in rows if (row.ns, row.checkpoint_id) in gone]
+
+                await self._delete(sid, theirs)
 
         await settled(on_home_loop(self.storage, delete))
 
@@ -425,32 +443,33 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         async def prune() -> None:
             for thread_id in thread_ids:
                 sid = check_session_id(str(thread_id), limits_of(self.storage))
-                if strategy == "delete":
-                    await self._keep(sid, lambda row: False)
-                    continue
-                rows = await self._rows.checkpoints(sid, ns=None)
-                latest: dict[str, str] = {}
-                for row in rows:  # newest first
-                    latest.setdefault(row.ns, row.checkpoint_id)
-                await self._keep(
-                    sid, lambda row, latest=latest: latest[row.ns] == row.checkpoint_id
-                )
+                await self._delete(sid, _all_but_latest if strategy == "keep_latest" else list)
 
         await settled(on_home_loop(self.storage, prune))
 
-    async def _keep(self, sid: str, kept: Any) -> None:
-        """Delete a thread's checkpoints but those ``kept(row)`` is true of, their writes,
-        and the values only they referred to."""
+    async def _delete(
+        self, sid: str, chosen: Callable[[list[CheckpointRow]], list[CheckpointRow]]
+    ) -> None:
+        """Delete the checkpoints ``chosen`` picks of the thread's (newest first), their
+        writes, and the values they alone referred to.  Only what was read is deleted: a
+        checkpoint written meanwhile, and what it refers to, stays."""
         rows = await self._rows.checkpoints(sid, ns=None)
-        keep = [row for row in rows if kept(row)]
-        await self._rows.delete(sid, None, [row.checkpoint_id for row in keep])
-        referenced: set[tuple[str, str, str]] = set()
-        for row in keep:
-            versions = self._loads(row.checkpoint, sid)["channel_versions"]
-            referenced |= {(row.ns, c, str(v)) for c, v in versions.items()}
-            if row.messages_archive:
-                referenced.add((row.ns, MESSAGES, row.messages_archive))
-        await self._rows.delete_values(sid, referenced)
+        deleted = chosen(rows)
+        if not deleted:
+            return
+        deleted_ids = {(row.ns, row.checkpoint_id) for row in deleted}
+        kept = [row for row in rows if (row.ns, row.checkpoint_id) not in deleted_ids]
+        freed = set().union(*(self._refers_to(row, sid) for row in deleted))
+        still = set().union(*(self._refers_to(row, sid) for row in kept))
+        await self._rows.delete(sid, sorted(deleted_ids), freed - still)
+
+    def _refers_to(self, row: CheckpointRow, sid: str) -> set[tuple[str, str, str]]:
+        """The ``(namespace, channel, version)``s of the values a checkpoint reads."""
+        versions = self._loads(row.checkpoint, sid)["channel_versions"]
+        places = {(row.ns, c, str(v)) for c, v in versions.items()}
+        if row.messages_archive:
+            places.add((row.ns, MESSAGES, row.messages_archive))
+        return places
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source = check_session_id(str(source_thread_id), limits_of(self.storage))
@@ -477,11 +496,11 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
                         str(versions[MESSAGES]),
                         self.serde.dumps_typed(tup.checkpoint["channel_values"][MESSAGES]),
                     )
-                copied = CheckpointRow(
-                    **{**row.__dict__, "messages_archive": None, "session_version": 0}
+                copied = replace(
+                    row,
+                    messages_archive=None,
+                    messages_count=None if row.messages_archive else row.messages_count,
                 )
-                if row.messages_archive is not None:
-                    copied = CheckpointRow(**{**copied.__dict__, "messages_count": None})
                 await self._rows.put(target, snapshot.user_id, copied, blobs)
             by_task: dict[tuple[str, str, str, str], list[WriteRow]] = {}
             for write in writes:
@@ -568,6 +587,24 @@ def _config(sid: str, ns: str, checkpoint_id: str) -> RunnableConfig:
 def _user_of(config: RunnableConfig) -> str | None:
     user_id = (config.get("configurable") or {}).get("user_id")
     return user_id if isinstance(user_id, str) and user_id else None
+
+
+def _all_but_latest(rows: list[CheckpointRow]) -> list[CheckpointRow]:
+    """Every checkpoint but the latest of its namespace (``rows``: newest first)."""
+    seen: set[str] = set()
+    older = []
+    for row in rows:
+        if row.ns in seen:
+            older.append(row)
+        seen.add(row.ns)
+    return older
+
+
+def _are_messages(value: Any, checked: int) -> bool:
+    """Whether ``value`` is a list of LangChain messages (its first ``checked`` known to be)."""
+    return isinstance(value, list) and all(
+        isinstance(m, BaseMessage) for m in itertools.islice(value, checked, None)
+    )
 
 
 def _extends(messages: list[BaseMessage], held: list[BaseMessage]) -> bool:

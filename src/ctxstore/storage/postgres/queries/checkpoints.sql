@@ -95,12 +95,12 @@ UPDATE graph_checkpoints SET messages_archive = :archive
    AND messages_count > :kept;
 
 -- name: graph_delete_checkpoints --
--- Checkpoints of a thread and their pending writes (:keep: the ids left; NULL namespace: all).
+-- The given (namespace, checkpoint id)s of a thread and their pending writes.
 WITH gone AS (
-    DELETE FROM graph_checkpoints
-     WHERE session_id = :sid AND (:ns::text IS NULL OR checkpoint_ns = :ns)
-       AND checkpoint_id <> ALL(:keep::text[])
-    RETURNING checkpoint_ns, checkpoint_id
+    DELETE FROM graph_checkpoints AS c
+     USING unnest(:namespaces::text[], :checkpoint_ids::text[]) AS g (ns, checkpoint_id)
+     WHERE c.session_id = :sid AND c.checkpoint_ns = g.ns AND c.checkpoint_id = g.checkpoint_id
+    RETURNING c.checkpoint_ns, c.checkpoint_id
 )
 DELETE FROM graph_writes AS w
  USING gone
@@ -108,21 +108,13 @@ DELETE FROM graph_writes AS w
    AND w.checkpoint_id = gone.checkpoint_id;
 
 -- name: graph_delete_values --
--- A thread's channel values that no checkpoint left refers to.
+-- The given (namespace, channel, version)s of a thread's channel values.
 DELETE FROM graph_channel_values AS v
- WHERE v.session_id = :sid
-   AND (v.checkpoint_ns, v.channel, v.version) NOT IN (
-       SELECT * FROM unnest(:namespaces::text[], :channels::text[], :versions::text[]));
+ USING unnest(:namespaces::text[], :channels::text[], :versions::text[]) AS g (ns, channel, version)
+ WHERE v.session_id = :sid AND v.checkpoint_ns = g.ns AND v.channel = g.channel
+   AND v.version = g.version;
 
 -- name: graph_run_checkpoints --
 -- The checkpoints the given runs made, by thread.
 SELECT session_id, checkpoint_ns, checkpoint_id FROM graph_checkpoints
  WHERE metadata ->> 'run_id' = ANY(:run_ids::text[]);
-
--- name: graph_orphan_writes --
--- Pending writes of a thread left without their checkpoint (a run deleted), deleted.
-DELETE FROM graph_writes AS w
- WHERE w.session_id = :sid
-   AND NOT EXISTS (SELECT FROM graph_checkpoints AS c
-                    WHERE c.session_id = w.session_id AND c.checkpoint_ns = w.checkpoint_ns
-                      AND c.checkpoint_id = w.checkpoint_id);
