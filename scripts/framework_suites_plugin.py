@@ -141,7 +141,10 @@ def _agents_stand_ins() -> dict[str, Any]:
 
     class SimpleListSession(StandIn):
         """The SDK's runner tests' list-backed session: ``(session_id, history)``, and
-        ``saved_items``, the stored items, read synchronously."""
+        ``saved_items``, the stored items, read synchronously.  Each of the peer's
+        instances is its own list, whatever its id (a test "rehydrates" a session as a
+        second instance of the same id given the first one's items): so each stand-in is
+        its own ctxstore session, its id the given one with a unique suffix."""
 
         def __init__(
             self,
@@ -150,13 +153,16 @@ def _agents_stand_ins() -> dict[str, Any]:
             *,
             session_settings: Any = None,
         ) -> None:
-            super().__init__(session_id, session_settings=session_settings)
+            own_id = f"{session_id}-{secrets.token_hex(4)}"
+            super().__init__(own_id, session_settings=session_settings)
             if history:
-                call_blocking(self.storage, self.add_items, list(history))
+                call_blocking(self.storage, super().add_items, list(history))
 
         @property
         def saved_items(self) -> list[Any]:
-            return call_blocking(self.storage, self.get_items)
+            # The peer's attribute is its list: reading it runs no get_items a test's
+            # subclass overrides (to count or fail reads).
+            return call_blocking(self.storage, super().get_items)
 
     return {
         "SimpleListSession": SimpleListSession,
