@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from ctxstore.errors import ContractVersionError, InvalidInputError
 from ctxstore.models import ConsultationState, Role, UserProfile
 from ctxstore.schemacheck import SchemaProblem, check
-from ctxstore.tokens import element_json
+from ctxstore.tokens import compact_json, element_json
 
 CONTEXT_VERSION = "1.0.0"
 SUPPORTED_MAJOR = 1
@@ -191,7 +191,7 @@ def serialize_parts(
         context["retrieved_knowledge"] = _KNOWLEDGE
     else:
         context.pop("retrieved_knowledge", None)
-    text = json.dumps({**skeleton, "context": context}, ensure_ascii=False, separators=(",", ":"))
+    text = compact_json({**skeleton, "context": context})
     text = text.replace(json.dumps(_RECENT), render_array(recent))
     if knowledge is not None:
         text = text.replace(json.dumps(_KNOWLEDGE), render_array(knowledge))

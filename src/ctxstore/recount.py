@@ -8,8 +8,9 @@ command recounts the stored messages once, a session at a time and ``batch_size`
 messages per statement, through the storage's own reader (so sealed messages are opened
 with their keys).  It is safe while the service runs: messages never change once
 written, and a row a writer counted under the new label meanwhile is left as it is.
-Messages with no turn id or time (older formats) keep no count: their cost depends on
-the session's fill and is counted when read.
+A message with a turn id and no time keeps its count without the session's fill time
+(``TokenCounter.untimed_cost``, under ``untimed_label``); one with no turn id (older
+formats) keeps no count: its fill depends on its position, and it is counted when read.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class RecountReport:
     encoding: str
     recounted: int = 0
     sessions: int = 0
-    #: Messages under another label that keep no count (no turn id or time).
+    #: Messages under another label that keep no count (no turn id).
     uncountable: int = 0
     seconds: float = 0.0
 
@@ -48,11 +49,11 @@ async def recount_store(
     """Store every message's count in ``counter``'s encoding where it is in another one."""
     report = RecountReport(counter.encoding_name)
     started = time.monotonic()
-    label = counter.count_label
+    labels = {"encoding": counter.count_label, "untimed": counter.untimed_label}
     async with storage.maintenance("recount") as driver:
-        pending = int(await sql.COUNT_TO_RECOUNT.fetchval(driver, encoding=label))
+        pending = int(await sql.COUNT_TO_RECOUNT.fetchval(driver, **labels))
         sessions = [
-            row["session_id"] for row in await sql.SESSIONS_TO_RECOUNT.fetch(driver, encoding=label)
+            row["session_id"] for row in await sql.SESSIONS_TO_RECOUNT.fetch(driver, **labels)
         ]
     progress = Progress(f"recounting with {counter.encoding_name}", pending) if show else None
     for session_id in sessions:
@@ -73,7 +74,7 @@ async def _recount_session(
     progress: Progress | None,
 ) -> int:
     """Recount one session, newest first, ``batch_size`` messages a read and a write."""
-    label = counter.count_label
+    current = {counter.count_label, counter.untimed_label}
     done = 0
     async with storage.reader(session_id) as reader:
         before = (await reader.head()).message_count
@@ -83,20 +84,22 @@ async def _recount_session(
         if not found:
             break
         before = found[-1].position
-        stale = [stored for stored in found if stored.token_encoding != label]
+        stale = [stored for stored in found if stored.token_encoding not in current]
         seqs: list[int] = []
         counts: list[int] = []
+        labels: list[str] = []
         for stored in stale:
-            cost = counter.message_cost(stored.message)
-            if cost is None:
+            cost, label = counter.stored_cost(stored.message)
+            if cost is None or label is None:
                 report.uncountable += 1
             else:
                 seqs.append(stored.position)
                 counts.append(cost)
+                labels.append(label)
         if seqs:
             async with storage.maintenance("recount") as driver:
                 status = await sql.STORE_RECOUNT.execute(
-                    driver, sid=session_id, seqs=seqs, counts=counts, encoding=label
+                    driver, sid=session_id, seqs=seqs, counts=counts, labels=labels
                 )
             written = int(status.split()[-1])
             report.recounted += written

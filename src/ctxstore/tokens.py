@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from ctxstore.encodings import Encoder, encoding_for_model, load_encoding
@@ -30,6 +31,12 @@ DEFAULT_ENCODING = "cl100k_base"
 #: The contract form a stored count measures: times as Go writes them.  Counts stored
 #: before it (labelled with the bare encoding, times in isoformat) are recounted.
 ELEMENT_FORM = "go-times"
+#: The label suffix of an untimed message's stored count: its element up to its
+#: ``timestamp`` key, which is the session's fill (see ``TokenCounter.untimed_cost``).
+UNTIMED = "untimed"
+#: How an element whose timestamp text is empty ends: ``untimed_cost`` counts what is
+#: before it, ``fill_cost`` this with the fill's text.
+_UNTIMED_TAIL = 'timestamp":""}\n'
 
 
 def contract_message(
@@ -69,7 +76,30 @@ def legacy_fill(position: int, session_created_at: datetime) -> tuple[str, datet
 
 def element_json(element: dict[str, Any]) -> str:
     """How an array element of the contract is serialized (compact, UTF-8 as is)."""
-    return json.dumps(element, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(element)
+
+
+def compact_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, faster.
+
+    json.dumps makes a new encoder on every call with these options; a contract build
+    serializes dozens of elements, so the encoder is made once (the C one that
+    ``JSONEncoder.encode`` itself uses, where the interpreter has it).  Contract data has
+    no cycles to check for.
+    """
+    if _C_ENCODE is None:
+        return _COMPACT.encode(value)
+    return "".join(_C_ENCODE(value, 0))
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_C_ENCODE = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _COMPACT.default, encode_basestring, None, ":", ",", False, False, True
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -111,10 +141,51 @@ class TokenCounter:
         return _first_element_saving(self.encoding_name)
 
     def message_cost(self, message: Message) -> int | None:
-        """The stored cost of a message, or None when it needs the session's fill."""
+        """A message's whole cost, or None when it needs the session's fill."""
         if message.turn_id is None or message.timestamp is None:
             return None
         return self.element_cost(contract_message(message, "", message.timestamp))
+
+    @property
+    def untimed_label(self) -> str:
+        """The label of an untimed message's stored count (``untimed_cost``)."""
+        return untimed_label(self.count_label)
+
+    def stored_cost(self, message: Message) -> tuple[int, str] | tuple[None, None]:
+        """What a storage keeps for a message: its count and the count's label.
+
+        A timed message's whole cost (``count_label``); an untimed one's cost without its
+        fill (``untimed_label``); (None, None) for a message with no turn id, whose fill
+        depends on its position.
+        """
+        if message.turn_id is None:
+            return None, None
+        if message.timestamp is None:
+            return self.untimed_cost(message), self.untimed_label
+        return self.element_cost(contract_message(message, "", message.timestamp)), self.count_label
+
+    def untimed_cost(self, message: Message) -> int:
+        """The cost of a message with a turn id and no time, without its fill time.
+
+        Its element ends ``..."turn_id":"...","timestamp":"<fill>"}`` and the key's word
+        always starts a pre-token of its own (in every tiktoken pattern a run of
+        punctuation, here ``","``, ends where a letter begins, and no token spans two
+        pre-tokens), so the element costs exactly this plus ``fill_cost(fill)``.
+        """
+        text = "," + element_json(contract_message(message, "", _NO_TIME, "")) + "\n"
+        return self.count(text[: -len(_UNTIMED_TAIL)])
+
+    def fill_cost(self, fill_text: str) -> int:
+        """The rest of an untimed message's cost: its timestamp key and the fill's text."""
+        return self.count('timestamp":' + compact_json(fill_text) + "}\n")
+
+
+def untimed_label(count_label: str) -> str:
+    """The untimed label that goes with a counter's ``count_label``."""
+    return f"{count_label}+{UNTIMED}"
+
+
+_NO_TIME = datetime(1970, 1, 1)  # never written: the timestamp's text is given ("")
 
 
 @lru_cache(maxsize=8)

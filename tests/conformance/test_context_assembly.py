@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxstore import (
     ContextBuilder,
@@ -28,6 +30,7 @@ from ctxstore import (
 from ctxstore.context.compression import cost_of, message_cost
 from ctxstore.contract import EXAMPLE, ContextContract
 from ctxstore.storage.base import SessionHead, VersionedStorage
+from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import contract_message
 from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE
 from tests.conformance.test_fallback import unreachable_postgres
@@ -120,6 +123,10 @@ async def test_builder_assembles_every_part(storage: VersionedStorage) -> None:
     contract = await ContextBuilder(storage).build(
         "s", "turn_0006", "还会疼吗？", retrieved_knowledge=knowledge, token_budget=8000
     )
+    text = await ContextBuilder(storage).build_json(
+        "s", "turn_0006", "还会疼吗？", retrieved_knowledge=knowledge, token_budget=8000
+    )
+    assert text == contract.to_json()  # the same canonical text, without the models
     assert contract.user_message == "还会疼吗？"
     assert contract.context.consultation_state.model_dump() == KNEE_STATE
     assert contract.context.user_profile is not None and contract.context.user_profile.age == 34
@@ -135,8 +142,12 @@ async def test_builder_assembles_every_part(storage: VersionedStorage) -> None:
     assert exact_tokens(contract) <= 8000
 
 
-async def test_builder_fills_the_budget_newest_first(storage: VersionedStorage) -> None:
-    history = conversation(200)
+@pytest.mark.parametrize("timed", [True, False], ids=["timed", "untimed"])
+async def test_builder_fills_the_budget_newest_first(
+    storage: VersionedStorage, timed: bool
+) -> None:
+    # Untimed: a turn id and no time, stored counts short of the session's fill time.
+    history = [m if timed else m.model_copy(update={"timestamp": None}) for m in conversation(200)]
     await storage.save("s", history)
     for budget in (400, 900, 2500):
         contract = await ContextBuilder(storage).build("s", "t", "继续", token_budget=budget)
@@ -146,10 +157,11 @@ async def test_builder_fills_the_budget_newest_first(storage: VersionedStorage) 
             m.content for m in history[200 - count :]
         ]
         one_more = contract.model_dump(mode="json")
+        fill = one_more["context"]["recent_messages"][0]["timestamp"]  # untimed: the fill's
         extra = history[200 - count - 1]
         one_more["context"]["recent_messages"].insert(
-            0, contract_message(extra, "", extra.timestamp)
-        )  # type: ignore[arg-type]
+            0, contract_message(extra, "", datetime.now(UTC), fill)
+        )
         one_more["meta"]["included_message_count"] = count + 1
         assert exact_tokens(ContextContract.model_validate(one_more)) > budget
 
@@ -414,6 +426,44 @@ def test_a_filled_cost_kept_per_process_is_the_cost_of_that_very_fill() -> None:
                     expected = counter.element_cost(element)
                     assert message_cost(stored, head, counter) == expected  # counted
                     assert message_cost(stored, head, counter) == expected  # kept
+                    written = StoredMessage(position, message, *counter.stored_cost(message))
+                    assert message_cost(written, head, counter) == expected  # stored
+
+
+UNTIMED_TEXT = st.text(
+    st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40
+)
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+@settings(max_examples=300, deadline=None)
+@given(
+    content=UNTIMED_TEXT,
+    turn_id=UNTIMED_TEXT.filter(bool),
+    role=st.sampled_from(["user", "assistant", "system"]),
+    seconds=st.integers(min_value=0, max_value=4_000_000_000),
+    micros=st.integers(min_value=0, max_value=999_999),
+    offset_minutes=st.integers(min_value=-14 * 60, max_value=14 * 60),
+)
+def test_an_untimed_count_and_its_fill_are_the_whole_cost(
+    encoding: str,
+    content: str,
+    turn_id: str,
+    role: str,
+    seconds: int,
+    micros: int,
+    offset_minutes: int,
+) -> None:
+    counter = TokenCounter(encoding)
+    message = Message(role=role, content=content, turn_id=turn_id)
+    zone = timezone(timedelta(minutes=offset_minutes))
+    created = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds, microseconds=micros)
+    created = created.astimezone(zone)
+    whole = counter.element_cost(contract_message(message, "", created))
+    count, label = counter.stored_cost(message)
+    assert label == counter.untimed_label != counter.count_label
+    assert count == counter.untimed_cost(message)
+    assert count + counter.fill_cost(go_timestamp(created)) == whole
 
 
 @pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])

@@ -30,16 +30,19 @@ async def test_token_counts_are_stored_when_messages_are_written(
     history = long_history(6)
     await pg_storage.save("s", history[:4])
     await pg_storage.append("s", history[4:])
-    await pg_storage.save("s", [*history, Message(role="user", content="no turn id")])
+    untimed = Message(role="user", content="a turn id, no time", turn_id="t9")
+    await pg_storage.save("s", [*history, Message(role="user", content="no turn id"), untimed])
     async with pg_storage.engine.connect() as conn:
-        stored = [
-            row[0]
-            for row in await conn.execute(text("SELECT token_count FROM messages ORDER BY seq"))
-        ]
+        found = await conn.execute(
+            text("SELECT token_count, token_encoding FROM messages ORDER BY seq")
+        )
+        stored = [(row[0], row[1]) for row in found]
     counter = TokenCounter()
-    assert stored[:6] == [counter.message_cost(m) for m in history]
-    assert all(isinstance(count, int) and count > 10 for count in stored[:6])
-    assert stored[6] is None  # needs the session's deterministic fill: counted when used
+    assert stored[:6] == [(counter.message_cost(m), counter.count_label) for m in history]
+    assert all(isinstance(count, int) and count > 10 for count, _ in stored[:6])
+    assert stored[6] == (None, None)  # its turn id is filled by position: counted when used
+    # Short of the session's creation time, its fill: added when used.
+    assert stored[7] == (counter.untimed_cost(untimed), counter.untimed_label)
 
 
 async def test_a_10000_message_context_reads_only_its_window(database_url: URL) -> None:

@@ -140,14 +140,20 @@ async def build_and_check(
     async with storage.reader(session_id) as reader:
         created_at = (await reader.head()).created_at
     assert created_at is not None
+    builder = ContextBuilder(storage)
     try:
-        contract = await ContextBuilder(storage).build(
+        contract = await builder.build(
             session_id, "turn_x", "现在还疼吗？", retrieved_knowledge=offered, token_budget=budget
         )
     except ContractBudgetError as error:
         assert error.required > budget
         return
     check_contract(contract, history, summary, offered, budget, created_at)
+    # The HTTP service's text, made without the models, is the contract's canonical one.
+    text = await builder.build_json(
+        session_id, "turn_x", "现在还疼吗？", retrieved_knowledge=offered, token_budget=budget
+    )
+    assert text == contract.to_json()
 
 
 @settings(max_examples=150, deadline=None)

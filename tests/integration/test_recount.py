@@ -44,19 +44,22 @@ async def stored_counts(storage: PostgresStorage) -> list[tuple[object, ...]]:
 async def test_every_countable_message_is_recounted_once(sealed: PostgresStorage) -> None:
     await sealed.save("a", history(25))
     await sealed.save("b", history(3))
-    await sealed.save("legacy", [Message(role="user", content="no turn id, no time")])
+    untimed = Message(role="user", content="a turn id, no time: 膝盖疼", turn_id="t1")
+    await sealed.save("legacy", [Message(role="user", content="no turn id, no time"), untimed])
     before = await stored_counts(sealed)
-    assert {row[3] for row in before} == {CL100K.count_label, None}
+    assert {row[3] for row in before} == {CL100K.count_label, CL100K.untimed_label, None}
+    assert before[-1][2:] == (CL100K.untimed_cost(untimed), CL100K.untimed_label)
 
     report = await recount_store(sealed, O200K, batch_size=7, show=False)
-    assert (report.recounted, report.sessions, report.uncountable) == (28, 2, 1)
-    assert "recounted 28 messages in 2 sessions with o200k_base" in report.summary()
+    assert (report.recounted, report.sessions, report.uncountable) == (29, 3, 1)
+    assert "recounted 29 messages in 3 sessions with o200k_base" in report.summary()
     after = {(row[0], row[1]): row for row in await stored_counts(sealed)}
     for session_id, messages in (("a", history(25)), ("b", history(3))):
         for position, message in enumerate(messages):
             _, _, count, label = after[(session_id, position)]
             assert (count, label) == (O200K.message_cost(message), O200K.count_label)
     assert after[("legacy", 0)][2:] == (None, None)  # counted when read, with its fill
+    assert after[("legacy", 1)][2:] == (O200K.untimed_cost(untimed), O200K.untimed_label)
     assert any(
         O200K.message_cost(m) != CL100K.message_cost(m) for m in history(25)
     )  # the two encodings really differ here

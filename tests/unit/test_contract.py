@@ -9,6 +9,8 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxstore import (
     ContextContract,
@@ -18,6 +20,7 @@ from ctxstore import (
     parse_contract,
 )
 from ctxstore.contract import EXAMPLE
+from ctxstore.tokens import compact_json
 
 
 def test_the_full_example_validates_and_round_trips_byte_for_byte() -> None:
@@ -148,3 +151,26 @@ def test_contract_schema_command_prints_the_schema() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == contract_json_schema()
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(st.characters(exclude_categories=["Cs"])),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(st.characters(exclude_categories=["Cs"]), max_size=6), inner, max_size=4
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=JSON_VALUES)
+def test_the_contracts_compact_json_is_json_dumps(value: object) -> None:
+    # compact_json makes its encoder once (the C one json.dumps uses): same text.
+    assert compact_json(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))

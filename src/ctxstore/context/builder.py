@@ -84,6 +84,38 @@ class ContextBuilder:
         retrieved_knowledge: Sequence[KnowledgeItem | Mapping[str, Any]] = (),
         token_budget: int = 8000,
     ) -> ContextContract:
+        plan = await self._plan(
+            session_id, turn_id, user_message, retrieved_knowledge, token_budget
+        )
+        return ContextContract.model_validate(_document(plan))
+
+    async def build_json(
+        self,
+        session_id: str,
+        turn_id: str,
+        user_message: str,
+        retrieved_knowledge: Sequence[KnowledgeItem | Mapping[str, Any]] = (),
+        token_budget: int = 8000,
+    ) -> str:
+        """``build(...).to_json()``, the contract's canonical text, without building its
+        models (what the HTTP service sends: the plan is made of validated parts)."""
+        plan = await self._plan(
+            session_id, turn_id, user_message, retrieved_knowledge, token_budget
+        )
+        document = _document(plan)
+        context = document["context"]
+        return serialize_parts(
+            document, context["recent_messages"], context.get("retrieved_knowledge")
+        )
+
+    async def _plan(
+        self,
+        session_id: str,
+        turn_id: str,
+        user_message: str,
+        retrieved_knowledge: Sequence[KnowledgeItem | Mapping[str, Any]],
+        token_budget: int,
+    ) -> _Plan:
         check_session_id(session_id)
         for label, value in (("turn_id", turn_id), ("user_message", user_message)):
             if not isinstance(value, str) or text_problem(value):
@@ -128,7 +160,7 @@ class ContextBuilder:
                     covered = summary.covers_until  # those messages are in the summary
             plan = self._plan_knowledge(skeleton, summary_version, knowledge, token_budget)
             await self._plan_messages(plan, reader, head, token_budget, covered)
-        return self._contract(plan)
+        return plan
 
     # -- planning ------------------------------------------------------------------------
 
@@ -221,18 +253,20 @@ class ContextBuilder:
                 plan.message_tokens.pop(0)
         plan.created_at = head.created_at or _EPOCH
 
-    def _contract(self, plan: _Plan) -> ContextContract:
-        recent = []
-        fill_text = go_timestamp(plan.created_at)  # the same for every message without a time
-        for stored in plan.messages:
-            turn_id, stamp = legacy_fill(stored.position, plan.created_at)
-            recent.append(contract_message(stored.message, turn_id, stamp, fill_text))
-        document = _with_meta(plan.skeleton, len(plan.messages), plan.summary_version)
-        context = dict(document["context"])
-        context["recent_messages"] = recent
-        if plan.knowledge:
-            context["retrieved_knowledge"] = plan.knowledge
-        return ContextContract.model_validate({**document, "context": context})
+
+def _document(plan: _Plan) -> dict[str, Any]:
+    """The contract the plan describes, as JSON data in the contract's field order."""
+    recent = []
+    fill_text = go_timestamp(plan.created_at)  # the same for every message without a time
+    for stored in plan.messages:
+        turn_id, stamp = legacy_fill(stored.position, plan.created_at)
+        recent.append(contract_message(stored.message, turn_id, stamp, fill_text))
+    document = _with_meta(plan.skeleton, len(plan.messages), plan.summary_version)
+    context = dict(document["context"])
+    context["recent_messages"] = recent
+    if plan.knowledge:
+        context["retrieved_knowledge"] = plan.knowledge
+    return {**document, "context": context}
 
 
 @lru_cache(maxsize=64)

@@ -22,6 +22,7 @@ from typing import Protocol
 from ctxstore.errors import ConflictError, InvalidInputError
 from ctxstore.models import Message, Summary, core_digest_of
 from ctxstore.storage.base import SessionHead, SessionReader, StoredMessage, VersionedStorage
+from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
 
 #: ``summarizer(old_messages, previous_summary) -> new summary text``
@@ -68,7 +69,7 @@ def cost_of(stored: StoredMessage, counter: TokenCounter) -> int | None:
     The stored count when it was made with ``counter``'s encoding, else the message is
     counted now: a count without an encoding, or in another one, is never used.  None
     when the message has no turn_id or timestamp: its cost depends on the session's fill
-    (see ``message_cost``).
+    (see ``message_cost``; an untimed count is the cost without the fill).
     """
     if stored.token_count is not None and stored.token_encoding == counter.count_label:
         return stored.token_count
@@ -84,6 +85,10 @@ def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter
     message = stored.message
     if type(created) is not datetime:  # a subclass may carry more than its fields show
         return _filled_cost(message, stored.position, created, counter)
+    if stored.token_count is not None and stored.token_encoding == counter.untimed_label:
+        # Stored short of its fill time (TokenCounter.untimed_cost): the fill's part added.
+        fill = (counter, created, created.utcoffset())
+        return stored.token_count + _kept(fill, lambda: counter.fill_cost(go_timestamp(created)))
     # The cost of a message with a fill depends only on what the key names: its role,
     # content and turn id (its core digest, of every field but metadata), its position
     # when the turn id is filled, the session's creation time with its offset, and the
@@ -95,12 +100,17 @@ def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter
         created,
         created.utcoffset(),
     )
+    return _kept(key, lambda: _filled_cost(message, stored.position, created, counter))
+
+
+def _kept(key: tuple[object, ...], count: Callable[[], int]) -> int:
+    """``count()``, kept in _FILLED_COSTS under ``key``."""
     try:
         found = _FILLED_COSTS.get(key)
     except TypeError:  # a counter that can't be hashed: counted every time
-        return _filled_cost(message, stored.position, created, counter)
+        return count()
     if found is None:
-        found = _filled_cost(message, stored.position, created, counter)
+        found = count()
         if len(_FILLED_COSTS) >= FILLED_COSTS_KEPT:
             del _FILLED_COSTS[next(iter(_FILLED_COSTS))]  # the oldest entry
         _FILLED_COSTS[key] = found
@@ -108,8 +118,9 @@ def message_cost(stored: StoredMessage, head: SessionHead, counter: TokenCounter
 
 
 #: Costs of messages counted with the session's fill (no count can be stored for them:
-#: the fill is the session's), kept per process so a session's next context does not
-#: count them again.  Keyed by digests, never by text; about 200 bytes an entry.
+#: the fill is the session's), or of the fill alone for an untimed stored count, kept
+#: per process so a session's next context does not count them again.  Keyed by
+#: digests, never by text; about 200 bytes an entry.
 FILLED_COSTS_KEPT = 16384
 _FILLED_COSTS: dict[tuple[object, ...], int] = {}
 

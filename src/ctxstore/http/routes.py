@@ -408,14 +408,14 @@ async def build_context(request: Request, session_id: SessionId) -> Response:
     builder: ContextBuilder = request.app.state.builder
     if body.model is not None:
         builder = _builder_for(request, TokenCounter.for_model(body.model))
-    contract = await builder.build(
+    contract = await builder.build_json(
         session_id,
         body.turn_id,
         body.user_message,
         retrieved_knowledge=[_knowledge(item) for item in body.retrieved_knowledge],
         token_budget=body.token_budget,
     )
-    return Response(contract.to_json(), media_type=JSON)
+    return Response(contract, media_type=JSON)
 
 
 def _knowledge(item: KnowledgeIn) -> KnowledgeItem:

@@ -10,6 +10,7 @@ from ctxstore.models import ConsultationState, Message, Summary, UserProfile, Ve
 from ctxstore.storage.base import SessionHead, StoredMessage
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.statement import Driver
+from ctxstore.tokens import untimed_label
 
 #: Loads the data keys a read needs, on the given connection (PostgresStorage._keys_for).
 KeyLoader = Callable[[set[int], Driver], Awaitable[rows.Keys | None]]
@@ -119,6 +120,7 @@ class PostgresSessionReader:
                 limit=limit,
                 budget=token_budget,
                 encoding=self._encoding,
+                untimed=untimed_label(self._encoding),
             )
         messages = await self._open(found)
         return [

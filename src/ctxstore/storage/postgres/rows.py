@@ -79,8 +79,9 @@ class Batch:
 
     messages: Sequence[Message]
     digests: list[bytes]
+    #: Each message's stored count and its label (TokenCounter.stored_cost).
     costs: list[int | None]
-    encoding: str
+    labels: list[str | None]
     key: DataKey | None = None
     session_id: str = ""
 
@@ -132,7 +133,7 @@ MESSAGE_VALUES: dict[str, Callable[[Batch], list[Any]]] = {
     "digest": _digests,
     "token_count": lambda b: b.costs,
     "format_version": lambda b: [MESSAGE_FORMAT] * len(b.messages),
-    "token_encoding": lambda b: [b.encoding if c is not None else None for c in b.costs],
+    "token_encoding": lambda b: b.labels,
     "key_id": lambda b: [b.key.key_id if b.key is not None else None] * len(b.messages),
     "sealed": _sealed,
 }
@@ -149,11 +150,12 @@ def batch(
     digests: list[bytes] | None = None,
 ) -> Batch:
     """The one way a write's new messages become a Batch (``digests``: already known)."""
+    stored = [counter.stored_cost(message) for message in messages]
     return Batch(
         messages,
         digests if digests is not None else digests_of(messages, limits),
-        [counter.message_cost(message) for message in messages],
-        counter.count_label,
+        [cost for cost, _ in stored],
+        [label for _, label in stored],
         key,
         session_id,
     )

@@ -170,17 +170,19 @@ ON CONFLICT (day) DO UPDATE
 DELETE FROM analytics_refreshed_days WHERE day = :day;
 
 -- name: count_to_recount --
--- Messages whose stored count is under another label than :encoding.
-SELECT count(*) FROM messages WHERE token_encoding IS DISTINCT FROM :encoding;
+-- Messages whose stored count is under neither of the labels :encoding and :untimed.
+SELECT count(*) FROM messages
+ WHERE token_encoding IS NULL OR token_encoding NOT IN (:encoding, :untimed);
 
 -- name: sessions_to_recount --
--- Sessions with a message whose stored count is under another label than :encoding.
-SELECT DISTINCT session_id FROM messages WHERE token_encoding IS DISTINCT FROM :encoding
+-- Sessions with a message whose stored count is under neither :encoding nor :untimed.
+SELECT DISTINCT session_id FROM messages
+ WHERE token_encoding IS NULL OR token_encoding NOT IN (:encoding, :untimed)
  ORDER BY session_id;
 
 -- name: store_recount --
--- Counts under another label replaced by counts under :encoding (not one written meanwhile).
-UPDATE messages AS m SET token_count = r.token_count, token_encoding = :encoding
-  FROM unnest((:seqs)::int[], (:counts)::int[]) AS r(seq, token_count)
+-- Counts under another label replaced by the new counts and labels (not one written meanwhile).
+UPDATE messages AS m SET token_count = r.token_count, token_encoding = r.label
+  FROM unnest((:seqs)::int[], (:counts)::int[], (:labels)::text[]) AS r(seq, token_count, label)
  WHERE m.session_id = :sid AND m.seq = r.seq
-   AND m.token_encoding IS DISTINCT FROM :encoding;
+   AND m.token_encoding IS DISTINCT FROM r.label;

@@ -160,8 +160,8 @@ SELECT seq, role, content, turn_id, ts, ts_offset, ts_nanos, name, metadata, dig
     SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
         m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding,
            sum(m.usable) OVER (ORDER BY m.seq DESC) - m.usable AS before_me
-      FROM (SELECT *, CASE WHEN token_encoding = :encoding THEN token_count ELSE 0 END
-                      AS usable
+      FROM (SELECT *, CASE WHEN token_encoding IN (:encoding, :untimed) THEN token_count
+                           ELSE 0 END AS usable
               FROM messages
              WHERE session_id = :sid AND seq < :before
              ORDER BY seq DESC LIMIT :limit) AS m
