@@ -14,6 +14,9 @@ authentication) and before buffering past the limit:
 - a timeout between the bytes of a body (408 while nothing was answered; closed);
 - the open connections per worker: one more is closed before a byte of it is read.
 
+It also writes a response's head and its first body bytes in one write (uvicorn writes
+them apart: two sends, two packets, for every response).
+
 The limits come from ctxstore's settings (``CTXSTORE_HTTP_*``), read once per process.
 """
 
@@ -23,7 +26,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
@@ -161,10 +164,19 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._first_request = False
         self._arm(self.limits.body_timeout, self._body_timed_out)
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None:  # its task is created, not started: it writes through this
+            cycle.transport = cast(asyncio.Transport, _HeadWithBody(self.transport, cycle))
 
     def on_body(self, body: bytes) -> None:
         self._arm(self.limits.body_timeout, self._body_timed_out)
         super().on_body(body)
+
+    def on_response_complete(self) -> None:
+        cycle = self.cycle
+        if cycle is not None and isinstance(cycle.transport, _HeadWithBody):
+            cycle.transport.flush()  # a head with no body (HEAD, 304) goes now
+        super().on_response_complete()
 
     def on_message_complete(self) -> None:
         self._disarm()
@@ -229,6 +241,40 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+class _HeadWithBody:
+    """A request's transport, as its response cycle sees it: the response head is held
+    until the first body bytes and written with them.  Everything else passes through
+    (an interim ``100 Continue`` is written before the response starts); the head is
+    written before a close and when the response completes without a body."""
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._head_done = False
+
+    def write(self, data: bytes) -> None:
+        if not self._head_done and self._cycle.response_started:
+            self._head_done = True
+            self._head = data
+            return
+        if self._head is not None:
+            data, self._head = self._head + data, None
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        if self._head is not None:
+            head, self._head = self._head, None
+            self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def _malformed(detail: str) -> _Refused:
