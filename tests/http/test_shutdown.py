@@ -33,6 +33,7 @@ async def test_sigterm_under_load_loses_nothing_acknowledged(
     acknowledged: list[tuple[str, str, float]] = []
     sent: set[str] = set()
     refused: list[str] = []
+    loaded = asyncio.Event()  # enough appends acknowledged: the signal comes under load
 
     async def client(number: int) -> None:
         session = f"load-{number % SESSIONS}"
@@ -54,11 +55,16 @@ async def test_sigterm_under_load_loses_nothing_acknowledged(
                     refused.append(str(answer.status_code))
                     return
                 acknowledged.append((session, content, time.monotonic()))
+                if len(acknowledged) >= 60:
+                    loaded.set()
 
     try:
         await metrics_add_up_across_workers(live, tokens)
         load = [asyncio.create_task(client(number)) for number in range(CLIENTS)]
-        await asyncio.sleep(1.5)
+        # The signal comes under load: once appends are being acknowledged (a loaded
+        # machine takes longer to get there than a fixed sleep would allow).
+        with contextlib.suppress(TimeoutError):  # then the count is asserted below
+            await asyncio.wait_for(loaded.wait(), timeout=60)
         assert live.process is not None
         terminated_at = time.monotonic()
         live.process.send_signal(signal.SIGTERM)
