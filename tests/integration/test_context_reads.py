@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import URL, text
 
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
-from ctxstore.storage.postgres import sql
+from ctxstore.storage.base import StoredMessage
+from ctxstore.storage.postgres import PostgresSessionReader, sql
 from ctxstore.storage.postgres.sql import NEWEST, NEWEST_WITHIN
 from ctxstore.tokens import TokenCounter
 
@@ -51,7 +53,7 @@ async def test_a_10000_message_context_reads_only_its_window(database_url: URL) 
         requested: list[int] = []
 
         def log(query: Any) -> None:
-            for statement in (NEWEST, NEWEST_WITHIN):
+            for statement in (NEWEST, NEWEST_WITHIN, sql.SESSION_HEAD_AND_DOCUMENTS):
                 if query.query == statement.sql:
                     requested.append(query.args[statement.parameters.index("limit")])
 
@@ -86,7 +88,47 @@ async def test_a_contract_reads_its_head_and_documents_in_one_statement(
     assert context.user_profile is not None and context.user_profile.age == 46
     assert contract.meta.included_message_count == 10  # after the summary's messages
     assert missing.context.recent_messages == [] and missing.context.user_profile is None
-    one_read = sql.SESSION_HEAD_AND_DOCUMENTS.sql
-    assert issued.count(one_read) == 2
-    separate = (sql.SESSION_HEAD, sql.LATEST_SUMMARY, sql.CURRENT_STATE, sql.CURRENT_PROFILE)
-    assert not {statement.sql for statement in separate} & set(issued)
+    # The window's first chunk comes with them, and one statement needs no transaction:
+    # each build is one round trip (no BEGIN, no COMMIT).
+    assert issued == [sql.SESSION_HEAD_AND_DOCUMENTS.sql] * 2
+
+
+async def test_a_build_whose_session_moves_between_its_reads_reads_again(
+    database_url: URL, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head and first chunk are read outside a transaction; a second chunk begins
+    one and finds the session rewritten: the build starts over in one transaction and
+    serves the new messages only, never a mix of the two."""
+    short = [
+        Message(role="user" if i % 2 == 0 else "assistant", content=f"旧{i}", turn_id=f"t{i}")
+        for i in range(400)
+    ]
+    async with PostgresStorage.from_url(database_url) as storage:
+        await storage.save("s", short)
+        issued: list[str] = []
+        await storage.watch_connections(
+            lambda connection: connection.add_query_logger(lambda query: issued.append(query.query))
+        )
+        original = PostgresSessionReader.newest
+        rewrites = 0
+
+        async def newest_after_a_rewrite(
+            reader: PostgresSessionReader, before: int, limit: int, token_budget: int | None = None
+        ) -> list[StoredMessage]:
+            nonlocal rewrites
+            if reader._window is None and rewrites == 0:  # the second chunk, the first time
+                rewrites += 1
+                renewed = [m.model_copy(update={"content": f"新{i}"}) for i, m in enumerate(short)]
+                await storage.save("s", renewed, expected_version=1)
+            return await original(reader, before, limit, token_budget)
+
+        monkeypatch.setattr(PostgresSessionReader, "newest", newest_after_a_rewrite)
+        contract = await ContextBuilder(storage).build("s", "t", "继续", token_budget=8000)
+    contents = [m.content for m in contract.context.recent_messages]
+    assert rewrites == 1 and len(contents) > 216  # past the first chunk (8000 // 40 + 16)
+    assert all(text.startswith("新") for text in contents)
+    assert contents[-1] == "新399"
+    head = sql.SESSION_HEAD_AND_DOCUMENTS.sql
+    assert issued.count(head) == 2  # the first try, then the one in a transaction
+    begins = [query for query in issued if query.startswith("BEGIN") and "READ ONLY" in query]
+    assert len(begins) == 2  # the first try's second chunk, then the second try's head

@@ -33,7 +33,14 @@ from ctxstore.contract import (
 )
 from ctxstore.errors import ContractBudgetError, InvalidInputError
 from ctxstore.models import ConsultationState
-from ctxstore.storage.base import SessionHead, StoredMessage, VersionedStorage, check_session_id
+from ctxstore.storage.base import (
+    SessionHead,
+    SnapshotMoved,
+    StoredMessage,
+    VersionedStorage,
+    WindowHint,
+    check_session_id,
+)
 from ctxstore.textcheck import text_problem
 from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
@@ -126,8 +133,27 @@ class ContextBuilder:
             (_knowledge(item) for item in retrieved_knowledge),
             key=lambda item: -item.relevance_score,
         )
+        # The head and the window's first chunk in one read; if the session moves before a
+        # second read, once more in one transaction from the start.
+        request = (session_id, turn_id, user_message, knowledge, token_budget)
+        try:
+            return await self._read_plan(*request, prefetch=True)
+        except SnapshotMoved:
+            return await self._read_plan(*request, prefetch=False)
+
+    async def _read_plan(
+        self,
+        session_id: str,
+        turn_id: str,
+        user_message: str,
+        knowledge: list[KnowledgeItem],
+        token_budget: int,
+        *,
+        prefetch: bool,
+    ) -> _Plan:
+        window = WindowHint(_chunk(token_budget), token_budget) if prefetch else None
         async with self.storage.reader(session_id) as reader:
-            head = await reader.head()
+            head = await reader.head(window)
             summary = await reader.latest_summary()
             state = await reader.state()
             profile = await reader.profile(head.user_id) if head.user_id else None
@@ -229,7 +255,7 @@ class ContextBuilder:
         saving = self.counter.first_element_saving
         pending: StoredMessage | None = None
         walk = walk_newest(
-            reader, head, floor=covered, chunk=budget // 40 + 16, token_budget=budget - used
+            reader, head, floor=covered, chunk=_chunk(budget), token_budget=budget - used
         )
         async for stored in walk:
             cost = message_cost(stored, head, self.counter)
@@ -252,6 +278,12 @@ class ContextBuilder:
                 plan.messages.pop(0)
                 plan.message_tokens.pop(0)
         plan.created_at = head.created_at or _EPOCH
+
+
+def _chunk(budget: int) -> int:
+    """The first chunk of newest messages a build reads: most messages cost 40 tokens or
+    more, and the read stops at the budget where the counts are stored."""
+    return budget // 40 + 16
 
 
 def _document(plan: _Plan) -> dict[str, Any]:

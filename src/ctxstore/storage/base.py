@@ -202,6 +202,22 @@ class StoredMessage:
     token_encoding: str | None = None
 
 
+@dataclass(frozen=True)
+class WindowHint:
+    """The first chunk a reader's caller will ask ``newest`` for (positions below the
+    head's count): ``limit`` messages within ``token_budget``."""
+
+    limit: int
+    token_budget: int
+
+
+class SnapshotMoved(Exception):
+    """Raised by a reader that read its head and first chunk in one statement, outside a
+    transaction, when a later read finds the session at another version: the caller
+    reads again with a head read without a window (one transaction from the start).
+    Never reaches a ctxstore caller."""
+
+
 class SessionReader(Protocol):
     """Reads of one session that all see the same snapshot of the database.
 
@@ -210,7 +226,10 @@ class SessionReader(Protocol):
     costs.
     """
 
-    async def head(self) -> SessionHead: ...
+    async def head(self, window: WindowHint | None = None) -> SessionHead:
+        """The session's head.  ``window``: a backend may read that first chunk with
+        it; then a later read may raise ``SnapshotMoved`` (see there)."""
+        ...
 
     async def latest_summary(self) -> Summary | None: ...
 

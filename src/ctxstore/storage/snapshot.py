@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ctxstore.models import ConsultationState, Message, Summary, UserProfile, Versioned
-from ctxstore.storage.base import SessionHead, StoredMessage
+from ctxstore.storage.base import SessionHead, StoredMessage, WindowHint
 from ctxstore.tokens import TokenCounter
 
 ProfileLookup = Callable[[str], Awaitable[Versioned[UserProfile] | None]]
@@ -40,7 +40,7 @@ class SnapshotReader:
         self._counter = counter
         self._profile = profile
 
-    async def head(self) -> SessionHead:
+    async def head(self, window: WindowHint | None = None) -> SessionHead:
         copy = self._copy
         if copy is None:
             return SessionHead(False, 0, 0, None, None)

@@ -731,8 +731,9 @@ class PostgresStorage(Store):
 
     @asynccontextmanager
     async def _reader(self, session_id: str) -> AsyncIterator[PostgresSessionReader]:
-        """Reads on one snapshot: a REPEATABLE READ, read-only transaction; on the replica
-        when one is configured and holds everything this process wrote to the session."""
+        """Reads on one snapshot (a REPEATABLE READ, read-only transaction the reader
+        begins, see reader.py); on the replica when one is configured and holds
+        everything this process wrote to the session."""
         if self._replica is not None and self.written.replica_usable():
             async with self._replica_reader(session_id) as on_replica:
                 if on_replica is not None:
@@ -740,10 +741,16 @@ class PostgresStorage(Store):
                     return
         async with (
             self._connections.call("reading the session") as driver,
-            driver.transaction(isolation="repeatable_read", readonly=True),
+            AsyncExitStack() as transaction,
         ):
+
+            async def begin() -> None:  # by the reader, before the read that needs it
+                await transaction.enter_async_context(
+                    driver.transaction(isolation="repeatable_read", readonly=True)
+                )
+
             yield PostgresSessionReader(
-                driver, session_id, self.token_counter.count_label, self._keys_for
+                driver, session_id, self.token_counter.count_label, self._keys_for, begin=begin
             )
 
     @asynccontextmanager

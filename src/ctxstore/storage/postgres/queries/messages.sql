@@ -103,8 +103,10 @@ SELECT version, message_count, created_at, user_id FROM sessions AS s
  WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
 
 -- name: session_head_and_documents --
--- A context's first read, in one statement: the session head, then its latest summary (m_), its state (st_) and its user's profile (p_), each NULL when there is none.
-SELECT s.version, s.message_count, s.created_at, s.user_id,
+-- A context's first read, in one statement: each of the newest :limit messages within :budget (message columns first, as the other message reads; one row of NULLs when none) with the session head, its latest summary (m_), its state (st_) and its user's profile (p_), each NULL when there is none.
+SELECT w.seq, w.role, w.content, w.turn_id, w.ts, w.ts_offset, w.ts_nanos, w.name, w.metadata,
+       w.digest, w.format_version, w.key_id, w.sealed, w.token_count, w.token_encoding,
+       s.version, s.message_count, s.created_at, s.user_id,
        m.summary_version AS m_summary_version, m.text AS m_text,
        m.covers_until AS m_covers_until, m.token_count AS m_token_count,
        m.format_version AS m_format_version, m.created_at AS m_created_at,
@@ -124,7 +126,20 @@ SELECT s.version, s.message_count, s.created_at, s.user_id,
        LIMIT 1) AS m ON true
   LEFT JOIN consultation_states AS st ON st.session_id = :sid
   LEFT JOIN user_profiles AS p ON p.user_id = s.user_id
- WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
+  LEFT JOIN LATERAL (
+      SELECT seq, role, content, turn_id, ts, ts_offset, ts_nanos, name, metadata, digest,
+             format_version, key_id, sealed, token_count, token_encoding
+        FROM (
+          SELECT n.*, sum(n.usable) OVER (ORDER BY n.seq DESC) - n.usable AS before_me
+            FROM (SELECT *, CASE WHEN token_encoding IN (:encoding, :untimed) THEN token_count
+                                 ELSE 0 END AS usable
+                    FROM messages
+                   WHERE session_id = :sid AND seq < s.message_count
+                   ORDER BY seq DESC LIMIT :limit) AS n
+        ) AS window_rows
+       WHERE before_me < :budget) AS w ON true
+ WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())
+ ORDER BY w.seq DESC;
 
 -- name: replica_freshness --
 -- Replica freshness.
