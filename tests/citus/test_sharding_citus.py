@@ -31,6 +31,7 @@ from tests.conformance.contract import KNEE_STATE, turn
 from tests.migrations.test_distribution_rules import distribution_problems
 
 COUNTER_LABEL = TokenCounter().count_label
+UNTIMED_LABEL = TokenCounter().untimed_label
 SESSION_TABLES = {
     "sessions", "messages", "summaries", "consultation_states", "consultation_state_history",
     "applied_session_writes", "summary_jobs", "graph_checkpoints", "graph_channel_values",
@@ -165,10 +166,20 @@ READS: dict[str, tuple[Any, dict[str, Any]]] = {
     "load": (sql.LOAD_SESSION, {}),
     "version": (sql.SESSION_VERSION, {}),
     "head": (sql.SESSION_HEAD, {}),
-    "head, summary, state and profile": (sql.SESSION_HEAD_AND_DOCUMENTS, {}),
+    "head, summary, state, profile and first chunk": (
+        sql.SESSION_HEAD_AND_DOCUMENTS,
+        {"limit": 5, "budget": 100, "encoding": COUNTER_LABEL, "untimed": UNTIMED_LABEL},
+    ),
     "window": (sql.NEWEST, {"before": 10, "limit": 5}),
     "window within a budget": (
-        sql.NEWEST_WITHIN, {"before": 10, "limit": 5, "budget": 100, "encoding": COUNTER_LABEL}
+        sql.NEWEST_WITHIN,
+        {
+            "before": 10,
+            "limit": 5,
+            "budget": 100,
+            "encoding": COUNTER_LABEL,
+            "untimed": UNTIMED_LABEL,
+        },
     ),
     "span": (sql.SPAN, {"start": 0, "stop": 2}),
     "token total": (sql.TOKEN_TOTAL, {"after": -1, "encoding": COUNTER_LABEL}),
