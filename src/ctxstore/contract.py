@@ -212,7 +212,11 @@ def contract_document(contract: ContextContract) -> dict[str, Any]:
 
 
 def serialize_contract(contract: ContextContract) -> str:
-    document = contract_document(contract)
+    return serialize_document(contract_document(contract))
+
+
+def serialize_document(document: dict[str, Any]) -> str:
+    """The canonical text of a contract given as JSON data in field order."""
     context = document["context"]
     return serialize_parts(document, context["recent_messages"], context.get("retrieved_knowledge"))
 

@@ -34,9 +34,6 @@ ELEMENT_FORM = "go-times"
 #: The label suffix of an untimed message's stored count: its element up to its
 #: ``timestamp`` key, which is the session's fill (see ``TokenCounter.untimed_cost``).
 UNTIMED = "untimed"
-#: How an element whose timestamp text is empty ends: ``untimed_cost`` counts what is
-#: before it, ``fill_cost`` this with the fill's text.
-_UNTIMED_TAIL = 'timestamp":""}\n'
 
 
 def contract_message(
@@ -173,11 +170,17 @@ class TokenCounter:
         pre-tokens), so the element costs exactly this plus ``fill_cost(fill)``.
         """
         text = "," + element_json(contract_message(message, "", _NO_TIME, "")) + "\n"
-        return self.count(text[: -len(_UNTIMED_TAIL)])
+        return self.count(text[: -len(_timestamp_tail(""))])
 
     def fill_cost(self, fill_text: str) -> int:
         """The rest of an untimed message's cost: its timestamp key and the fill's text."""
-        return self.count('timestamp":' + compact_json(fill_text) + "}\n")
+        return self.count(_timestamp_tail(fill_text))
+
+
+def _timestamp_tail(text: str) -> str:
+    """How an untimed element ends from its timestamp key on (``untimed_cost`` counts
+    what is before it with an empty text, ``fill_cost`` this with the fill's)."""
+    return 'timestamp":' + compact_json(text) + "}\n"
 
 
 def untimed_label(count_label: str) -> str:

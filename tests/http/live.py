@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,3 +156,15 @@ class LiveServer:
     def close(self) -> None:
         self.kill()
         self.log_path.unlink(missing_ok=True)
+
+
+def serving(url: URL, tokens: Tokens, **options: object) -> Iterator[LiveServer]:
+    """A module's server fixture body: started, yielded, then stopped gracefully (exit 0,
+    no traceback logged)."""
+    live = LiveServer.on(url, tokens, **options).start()
+    try:
+        yield live
+        assert live.terminate() == 0, live.log()
+        assert "Traceback" not in live.log()
+    finally:
+        live.close()

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import URL
 
-from tests.http.live import LiveServer, Tokens
+from tests.http.live import LiveServer, Tokens, serving
 
 pytestmark = pytest.mark.postgres
 
@@ -21,13 +21,7 @@ PATIENCE = 10.0
 
 @pytest.fixture(scope="module")
 def server(module_database_url: URL, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer.on(module_database_url, tokens).start()
-    try:
-        yield live
-        assert live.terminate() == 0, live.log()
-        assert "Traceback" not in live.log()
-    finally:
-        live.close()
+    yield from serving(module_database_url, tokens)
 
 
 class Wire:

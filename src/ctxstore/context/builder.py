@@ -28,6 +28,7 @@ from ctxstore.contract import (
     CONTEXT_VERSION,
     ContextContract,
     KnowledgeItem,
+    serialize_document,
     serialize_parts,
     state_document,
 )
@@ -109,11 +110,7 @@ class ContextBuilder:
         plan = await self._plan(
             session_id, turn_id, user_message, retrieved_knowledge, token_budget
         )
-        document = _document(plan)
-        context = document["context"]
-        return serialize_parts(
-            document, context["recent_messages"], context.get("retrieved_knowledge")
-        )
+        return serialize_document(_document(plan))
 
     async def _plan(
         self,
