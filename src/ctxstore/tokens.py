@@ -183,6 +183,18 @@ def _timestamp_tail(text: str) -> str:
     return 'timestamp":' + compact_json(text) + "}\n"
 
 
+def split_before_key(text: str, key: str) -> tuple[str, str]:
+    """Compact JSON ``text`` cut where the word of its first ``,"key":`` begins: the two
+    parts' token counts add up to the whole's in every tiktoken encoding (as in
+    ``TokenCounter.untimed_cost``: a punctuation run ends where a letter begins, and no
+    token spans two pre-tokens).  ``,"`` only occurs outside strings (a quote inside one
+    is escaped), so it is an object's key.  ``("", text)`` if there is none."""
+    if not key[:1].isascii() or not key[:1].isalpha():
+        raise ValueError(f"{key!r} must start with a letter")
+    at = text.find(',"' + key + '":')
+    return ("", text) if at < 0 else (text[: at + 2], text[at + 2 :])
+
+
 def untimed_label(count_label: str) -> str:
     """The untimed label that goes with a counter's ``count_label``."""
     return f"{count_label}+{UNTIMED}"

@@ -28,10 +28,10 @@ from ctxstore import (
     extractive_summarizer,
 )
 from ctxstore.context.compression import cost_of, message_cost
-from ctxstore.contract import EXAMPLE, ContextContract
+from ctxstore.contract import EXAMPLE, ContextContract, serialize_parts
 from ctxstore.storage.base import SessionHead, VersionedStorage
 from ctxstore.timestamps import go_timestamp
-from ctxstore.tokens import contract_message
+from ctxstore.tokens import contract_message, split_before_key
 from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE
 from tests.conformance.test_fallback import unreachable_postgres
 
@@ -464,6 +464,41 @@ def test_an_untimed_count_and_its_fill_are_the_whole_cost(
     assert label == counter.untimed_label != counter.count_label
     assert count == counter.untimed_cost(message)
     assert count + counter.fill_cost(go_timestamp(created)) == whole
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+@settings(max_examples=300, deadline=None)
+@given(
+    session_id=UNTIMED_TEXT.filter(bool),
+    turn_id=UNTIMED_TEXT.filter(bool),
+    user_message=UNTIMED_TEXT,
+    complaint=UNTIMED_TEXT,
+)
+def test_a_skeleton_counts_as_its_request_and_the_rest(
+    encoding: str, session_id: str, turn_id: str, user_message: str, complaint: str
+) -> None:
+    counter = TokenCounter(encoding)
+    state = {**EXAMPLE["context"]["consultation_state"], "chief_complaint": complaint}
+    skeleton = {
+        **EXAMPLE,
+        "session_id": session_id,
+        "turn_id": turn_id,
+        "user_message": user_message,
+        "context": {**EXAMPLE["context"], "consultation_state": state},
+    }
+    text = serialize_parts(skeleton, [], None)
+    request, rest = split_before_key(text, "context")
+    assert request.startswith('{"session_id":') and rest.startswith('context":{')
+    assert request + rest == text
+    assert counter.count(request) + counter.count(rest) == counter.count(text)
+
+
+def test_a_cut_before_a_key_needs_a_word_and_the_key() -> None:
+    assert split_before_key('{"a":1,"b":{}}', "b") == ('{"a":1,"', 'b":{}}')
+    quoted = json.dumps({"a": ',"b":'})  # the key's text inside a string
+    assert split_before_key(quoted, "b") == ("", quoted)
+    with pytest.raises(ValueError, match="letter"):
+        split_before_key("{}", "_b")
 
 
 @pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])

@@ -44,7 +44,7 @@ from ctxstore.storage.base import (
 )
 from ctxstore.textcheck import text_problem
 from ctxstore.timestamps import go_timestamp
-from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
+from ctxstore.tokens import TokenCounter, contract_message, legacy_fill, split_before_key
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -189,6 +189,11 @@ class ContextBuilder:
 
     def _skeleton_tokens(self, skeleton: dict[str, Any], *, with_knowledge: bool) -> int:
         text = serialize_parts(skeleton, [], [] if with_knowledge else None)
+        if type(self.counter) is TokenCounter:
+            # The request's own ids and message, then what stays from build to build
+            # (state, profile, summary, meta): counted apart, the second mostly cached.
+            request, rest = split_before_key(text, "context")
+            return _counted(self.counter, request) + _counted(self.counter, rest)
         try:
             return _counted(self.counter, text)
         except TypeError:  # a counter that can't be hashed: counted every time
