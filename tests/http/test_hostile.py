@@ -114,6 +114,48 @@ def test_a_body_that_stops_arriving_gets_408(server: LiveServer, tokens: Tokens)
     assert BODY_TIMEOUT * 0.8 <= waited < PATIENCE
 
 
+def test_a_body_arriving_slower_than_its_timeout_in_all_but_steadily_is_served(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    """Each chunk within the body timeout, the whole well past it: every chunk moves the
+    deadline on, so the connection's timer, when it fires, finds a later one."""
+    body = json.dumps({"messages": [{"role": "user", "content": "膝盖" * 20}]}).encode()
+    chunks = [body[i : i + 10] for i in range(0, len(body), 10)]
+    with _connect(server) as conn:
+        conn.sendall(
+            b"POST /v1/sessions/hostile-steady/messages HTTP/1.1\r\nHost: x\r\n"
+            + _auth(tokens)
+            + b"Content-Type: application/json\r\nConnection: close\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
+        started = time.monotonic()
+        for chunk in chunks[:-1]:
+            conn.sendall(chunk)
+            time.sleep(BODY_TIMEOUT * 0.3)
+        assert time.monotonic() - started > BODY_TIMEOUT * 2
+        conn.sendall(chunks[-1])
+        answer = _read_all(conn)
+    assert _status(answer) == 201, answer
+
+
+def test_a_later_heads_deadline_runs_from_its_first_byte(server: LiveServer) -> None:
+    """Between requests a connection is idle (uvicorn's keep-alive); the next head has its
+    whole deadline from its first byte, not from the first request's."""
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: a-slow-client\r\n"
+    with _connect(server) as conn:
+        conn.sendall(request + b"\r\n")
+        first = conn.recv(65536)
+        assert _status(first) == 200, first
+        time.sleep(HEAD_TIMEOUT * 0.6)
+        started = time.monotonic()
+        conn.sendall(request[:20])
+        time.sleep(HEAD_TIMEOUT * 0.6)  # past the first head's deadline, within its own
+        conn.sendall(request[20:] + b"Connection: close\r\n\r\n")
+        second = _read_all(conn)
+        assert time.monotonic() - started < HEAD_TIMEOUT
+    assert _status(second) == 200, second
+
+
 def test_an_unauthenticated_body_that_stops_is_answered_once_and_closed(
     server: LiveServer,
 ) -> None:

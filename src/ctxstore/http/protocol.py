@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
@@ -90,7 +91,10 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._first_request = True
         self._header_count = 0
         self._refusal: _Refused | None = None
+        #: The connection's one timer, and the deadline and action it serves (see _arm).
         self._timer: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
+        self._on_deadline: Callable[[], None] | None = None
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -108,6 +112,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -192,7 +199,6 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         )
 
     def _head_timed_out(self) -> None:
-        self._timer = None
         if self._first_request and self._head_bytes == 0:
             self.transport.close()  # nothing was asked: nothing to answer
             return
@@ -201,7 +207,6 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         )
 
     def _body_timed_out(self) -> None:
-        self._timer = None
         if self.flow.read_paused:
             # Not the client's doing: the application has yet to take what arrived.
             self._arm(self.limits.body_timeout, self._body_timed_out)
@@ -233,14 +238,35 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self.transport.write(_raw_problem(refusal.kind, refusal.detail))
         self.transport.close()
 
-    def _arm(self, seconds: float, callback: Any) -> None:
-        self._disarm()
-        self._timer = self.loop.call_later(seconds, callback)
+    def _arm(self, seconds: float, callback: Callable[[], None]) -> None:
+        """``callback`` once ``seconds`` pass, unless disarmed or armed again before.
+
+        Every request arms three deadlines (its head, its body, each body chunk's), and a
+        timer costs about 2 µs to make and cancel: the connection keeps one timer, moved
+        only when a deadline comes earlier than it; when it fires early it sets itself
+        for the deadline then current.
+        """
+        deadline = self.loop.time() + seconds
+        self._deadline, self._on_deadline = deadline, callback
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = self.loop.call_at(deadline, self._deadline_reached)
+
+    def _deadline_reached(self) -> None:
+        self._timer = None
+        callback = self._on_deadline
+        if callback is None:
+            return  # disarmed
+        if self._deadline > self.loop.time():  # armed again since: a later deadline
+            self._timer = self.loop.call_at(self._deadline, self._deadline_reached)
+            return
+        self._on_deadline = None
+        callback()
 
     def _disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._on_deadline = None  # the timer, if it fires, has nothing to do
 
 
 class _HeadWithBody:
