@@ -80,6 +80,12 @@ async def test_the_column_lists_match_the_tables(database_url: URL) -> None:
         for function in ("ctxstore_append_v6", "ctxstore_append_if_unchanged_v3"):
             arguments = await _function_arguments(connection, function)
             assert [a for a in arguments if a in written[2:]] == written[2:], function
+        # the append's one array of rows (revision 0025): seq, then the same columns
+        fields = await connection.fetch(
+            "SELECT attname FROM pg_attribute WHERE attnum > 0 AND attrelid = "
+            "'ctxstore_message_row_v1'::regclass ORDER BY attnum"
+        )
+        assert [row["attname"] for row in fields] == ["seq", *sql.MESSAGE_WRITE_COLUMNS]
         state = await _function_arguments(connection, "ctxstore_write_state_v2")
         assert state[2:-2] == [f"p_{c}" for c in sql.STATE_COLUMNS]
         profile = await _function_arguments(connection, "ctxstore_write_profile_v1")
@@ -89,6 +95,7 @@ async def test_the_column_lists_match_the_tables(database_url: URL) -> None:
         assert summary[-len(returned) :] == returned == list(sql.SUMMARY_COLUMNS)
         for name, statement in sql.QUERIES.items():
             arrays = {p.removeprefix("new_") for p in statement.parameters if p.startswith("new_")}
-            assert arrays - {"count", "hash"} in (set(), {"seq", *sql.MESSAGE_WRITE_COLUMNS}), name
+            columns = {"seq", *sql.MESSAGE_WRITE_COLUMNS}
+            assert arrays - {"count", "hash"} in (set(), columns, {"rows"}), name
     finally:
         await connection.close()

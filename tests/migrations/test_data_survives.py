@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -831,4 +832,56 @@ def test_graph_checkpoints_of_0024_hang_off_the_sessions_of_0023_and_go_back(
     migrations.downgrade(url, "0023")
     assert asyncio.run(rows(url, "SELECT to_regclass('graph_checkpoints')")) == [(None,)]
     assert asyncio.run(rows(url, "SELECT message_count FROM sessions")) == [(3,)]
+    migrations.upgrade(url, "head")
+
+
+def test_appends_of_0025_take_rows_beside_sessions_of_0024_and_go_back(
+    empty_database_url: URL,
+) -> None:
+    """0025's append takes one array of rows: every field of a message goes through it
+    (a name, metadata, a Go time with its offset and nanoseconds, none), to a session of
+    0024 (its fast path), a new one and a refused one (through v6), sealed or not; the
+    downgrade drops the function and its type and keeps every row."""
+    from ctxstore import ConflictError  # noqa: PLC0415
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "0024")
+    encryption = Encryption(Keyring({"k": os.urandom(32)}))
+    turn = [
+        Message(role="user", content="膝盖疼", turn_id="t2", name="患者", metadata={"app": 1}),
+        Message(
+            role="assistant",
+            content="多久了？",
+            turn_id="t2",
+            timestamp="2026-12-04T08:00:00.123456789+08:00",
+        ),
+        Message(role="user", content="no turn, no time"),
+    ]
+
+    async def seed() -> None:
+        for sealed in (None, encryption):
+            async with PostgresStorage.from_url(url, encryption=sealed) as storage:
+                await storage.save(f"r0-{sealed is not None}", SEEDED)
+
+    async def append() -> list[list[Message]]:
+        loaded = []
+        for sealed in (None, encryption):
+            async with PostgresStorage.from_url(url, encryption=sealed) as storage:
+                old, new = f"r0-{sealed is not None}", f"r1-{sealed is not None}"
+                assert await storage.append(old, turn) == 2
+                assert await storage.append(new, turn) == 1
+                with pytest.raises(ConflictError):
+                    await storage.append(new, turn, expected_version=7)
+                loaded += [await storage.load(old), await storage.load(new)]
+        return loaded
+
+    asyncio.run(seed())
+    migrations.upgrade(url, "head")
+    assert asyncio.run(append()) == [[*SEEDED, *turn], turn] * 2
+    migrations.downgrade(url, "0024")
+    gone = "SELECT to_regproc('ctxstore_append_v7'), to_regtype('ctxstore_message_row_v1')"
+    assert asyncio.run(rows(url, gone)) == [(None, None)]
+    counts = "SELECT message_count FROM sessions ORDER BY session_id"
+    assert asyncio.run(rows(url, counts)) == [(6,), (6,), (3,), (3,)]
     migrations.upgrade(url, "head")

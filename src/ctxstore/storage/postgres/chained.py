@@ -122,7 +122,7 @@ async def append(
                 if expected is not None and base.version != expected:
                     raise rules.stale_session(session_id, base.version, expected)
                 if base.version != NEW_SESSION:
-                    rules.check_message_count(len(values["new_seq"]), limits, base.count)
+                    rules.check_message_count(len(values["new_rows"]), limits, base.count)
                 done, refused = await _append_at(driver, base, key, added_digests, values, keys_for)
         if done is not None:
             return done

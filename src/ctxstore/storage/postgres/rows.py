@@ -168,6 +168,13 @@ def new_message_arrays(new: Batch) -> dict[str, list[Any]]:
     return arrays
 
 
+def new_message_rows(new: Batch) -> list[tuple[Any, ...]]:
+    """The append's ``:new_rows``: a ``ctxstore_message_row_v1`` a message (revision 0025),
+    its fields ``seq`` and the columns in the table's order (a test checks the type's)."""
+    columns = [MESSAGE_VALUES[name](new) for name in sql.MESSAGE_WRITE_COLUMNS]
+    return list(zip(range(len(new.messages)), *columns, strict=True))
+
+
 def digests_of(messages: Sequence[Message], limits: Limits) -> list[bytes]:
     """Each message's digest; one that can't be serialized gets a precise error."""
     try:

@@ -409,7 +409,7 @@ class PostgresStorage(Store):
                 "max_messages": self.limits.max_messages,
                 "write_ids": list(carried()),  # recorded by the same call
                 **rows.activity(messages, messages),
-                **rows.new_message_arrays(new),
+                "new_rows": rows.new_message_rows(new),
             }
             if key is not None:
                 return await self._append_sealed(

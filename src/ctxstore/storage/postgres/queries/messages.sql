@@ -36,13 +36,10 @@ SELECT ctxstore_append_if_unchanged_v3(
     :new_key_id, :new_sealed, :new_ts_nanos, :write_ids);
 
 -- name: append --
--- A turn's messages at the positions the session row hands out, with the journal write ids it applies: (start, version), both NULL when the session refused them, then the session's version, count, hash and expiry as the refusal saw them.
-SELECT ctxstore_append_v6(
+-- A turn's messages (one ctxstore_message_row_v1 each) at the positions the session row hands out, with the journal write ids it applies: (start, version), both NULL when the session refused them, then the session's version, count, hash and expiry as the refusal saw them.
+SELECT ctxstore_append_v7(
     :sid, :expected, :user_id, :ttl, :max_messages, :known_count, :known_hash, :added_hash,
-    :extended_hash, :turns, :first_ts, :last_ts,
-    :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
-    :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
-    :new_key_id, :new_sealed, :new_ts_nanos, :write_ids);
+    :extended_hash, :turns, :first_ts, :last_ts, :new_rows, :write_ids);
 
 -- name: lock_session --
 -- Lock session.
