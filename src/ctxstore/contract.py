@@ -23,9 +23,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from ctxstore.errors import ContractVersionError, InvalidInputError
+from ctxstore.jsontext import compact_json
 from ctxstore.models import ConsultationState, Role, UserProfile
 from ctxstore.schemacheck import SchemaProblem, check
-from ctxstore.tokens import compact_json, element_json
+from ctxstore.tokens import element_json
 
 CONTEXT_VERSION = "1.0.0"
 SUPPORTED_MAJOR = 1

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from ctxstore.errors import InvalidInputError, InvalidMessageError
+from ctxstore.jsontext import compact_json
 from ctxstore.textcheck import json_problem, text_problem
 from ctxstore.timestamps import go_timestamp, nanoseconds_of, parse_timestamp
 
@@ -185,16 +186,21 @@ class Message(BaseModel):
 
     def core_digest(self) -> bytes:
         """SHA-256 of every field but metadata, computed once per instance."""
-        cached = self._core_digest
+        # The private dict itself: pydantic's attribute access to it costs microseconds.
+        private = self.__pydantic_private__
+        cached: bytes | None = private.get("_core_digest") if private is not None else None
         if cached is None:
-            stamp = self.timestamp.isoformat() if self.timestamp is not None else None
-            canonical = json.dumps(
-                [self.role, self.content, self.turn_id, stamp, self.name],
-                ensure_ascii=False,
-                separators=(",", ":"),
+            fields = self.__dict__
+            timestamp = fields["timestamp"]
+            stamp = timestamp.isoformat() if timestamp is not None else None
+            canonical = compact_json(
+                [fields["role"], fields["content"], fields["turn_id"], stamp, fields["name"]]
             )
             cached = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).digest()
-            self._core_digest = cached
+            if private is None:
+                self._core_digest = cached
+            else:
+                private["_core_digest"] = cached
         return cached
 
     def digest(self) -> bytes:

@@ -31,7 +31,7 @@ from ctxstore.context.compression import cost_of, message_cost
 from ctxstore.contract import EXAMPLE, ContextContract, serialize_parts
 from ctxstore.storage.base import SessionHead, VersionedStorage
 from ctxstore.timestamps import go_timestamp
-from ctxstore.tokens import contract_message, split_before_key
+from ctxstore.tokens import contract_message, element_json, split_before_key
 from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE
 from tests.conformance.test_fallback import unreachable_postgres
 
@@ -464,6 +464,35 @@ def test_an_untimed_count_and_its_fill_are_the_whole_cost(
     assert label == counter.untimed_label != counter.count_label
     assert count == counter.untimed_cost(message)
     assert count + counter.fill_cost(go_timestamp(created)) == whole
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+@settings(max_examples=300, deadline=None)
+@given(
+    content=UNTIMED_TEXT,
+    turn_id=UNTIMED_TEXT.filter(bool),
+    role=st.sampled_from(["user", "assistant", "system", "tool"]),
+    timestamp=st.none()
+    | st.datetimes(timezones=st.sampled_from([UTC, CST, timezone(timedelta(hours=-3))])),
+)
+def test_a_stored_count_is_the_whole_elements_count(
+    encoding: str, content: str, turn_id: str, role: str, timestamp: datetime | None
+) -> None:
+    # stored_cost counts the element in parts (cut before its keys, some parts cached):
+    # the parts add up to the count of the element's whole text, as the contract has it.
+    counter = TokenCounter(encoding)
+    message = Message(role=role, content=content, turn_id=turn_id, timestamp=timestamp)
+    fill = datetime(2026, 11, 29, 8, 15, 2, 123456, tzinfo=CST)
+    whole = counter.count("," + element_json(contract_message(message, "", fill)) + "\n")
+    for _again in range(2):  # counted, then from the cache
+        count, label = counter.stored_cost(message)
+        if timestamp is None:
+            assert label == counter.untimed_label
+            assert count is not None
+            assert count + counter.fill_cost(go_timestamp(fill)) == whole
+        else:
+            assert (count, label) == (whole, counter.count_label)
+            assert counter.message_cost(message) == whole
 
 
 @pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])

@@ -20,7 +20,7 @@ from ctxstore import (
     parse_contract,
 )
 from ctxstore.contract import EXAMPLE
-from ctxstore.tokens import compact_json
+from ctxstore.jsontext import compact_json
 
 
 def test_the_full_example_validates_and_round_trips_byte_for_byte() -> None:

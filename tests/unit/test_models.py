@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxstore import InvalidMessageError, Message
 from ctxstore.models import construct_trusted
@@ -67,6 +71,31 @@ def test_digest_tells_apart_every_field() -> None:
         Message(**base, metadata={"k": 2}),  # type: ignore[arg-type]
     ]
     assert len({message.digest() for message in variants}) == len(variants)
+
+
+_STORABLE_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"))
+
+
+@given(
+    role=st.sampled_from(["user", "assistant", "system", "tool"]),
+    content=_STORABLE_TEXT,
+    turn_id=st.none() | _STORABLE_TEXT,
+    name=st.none() | _STORABLE_TEXT,
+    timestamp=st.none()
+    | st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=-9, minutes=-30))])),
+)
+def test_the_core_digest_is_sha256_of_the_fields_as_compact_json(
+    role: str, content: str, turn_id: str | None, name: str | None, timestamp: datetime | None
+) -> None:
+    # The digest is stored (messages.digest, the sessions' content hash): its definition
+    # must not move, however it is computed.
+    message = Message(role=role, content=content, turn_id=turn_id, name=name, timestamp=timestamp)
+    stamp = timestamp.isoformat() if timestamp is not None else None
+    canonical = json.dumps(
+        [role, content, turn_id, stamp, name], ensure_ascii=False, separators=(",", ":")
+    )
+    assert message.core_digest() == hashlib.sha256(canonical.encode()).digest()
+    assert message.core_digest() is message.core_digest()  # computed once
 
 
 def test_equal_messages_have_equal_digests_and_trusted_copies_compare_equal() -> None:
