@@ -76,21 +76,28 @@ class WriteMessages(_Request):
     #: The user the session belongs to (kept from the first write that gives one).
     user_id: Annotated[StrictStr, Field(min_length=1, max_length=255)] | None = None
 
-    _library: list[Message] = PrivateAttr(default_factory=list)
+    _library: list[Message] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _as_library_messages(self) -> WriteMessages:
         # Here, in the validation (off the event loop for a large body: bodies.parse),
         # the Messages and their digests, which the store would compute on the loop.
-        self._library = trusted_messages(message.__dict__ for message in self.messages)
-        for message in self._library:
+        library = trusted_messages(message.__dict__ for message in self.messages)
+        for message in library:
             message.core_digest()
+        # Into the private dict itself: pydantic's attribute setter costs microseconds.
+        private = self.__pydantic_private__
+        assert private is not None  # the model declares a private attribute
+        private["_library"] = library
         return self
 
     def library_messages(self) -> list[Message]:
         """The library's Messages, without validating them again: this model validated
         every field strictly, and the store checks its rules (sizes, storable text)."""
-        return self._library
+        library = self._library
+        if library is None:  # built without validation (model_construct)
+            library = trusted_messages(message.__dict__ for message in self.messages)
+        return library
 
 
 class SummaryIn(_Request):
