@@ -322,31 +322,43 @@ def translate_db_error(
 def translated(
     action: str, *, conflict_on_duplicate: bool = False, role: str | None = None
 ) -> Iterator[None]:
-    """Re-raise anything but a ctxstore error as one, keeping the original as the cause.
-
-    ``conflict_on_duplicate``: for writes whose version is a key, a unique violation means
-    a concurrent writer took that version (ConflictError), and a foreign-key violation
-    means the session was deleted meanwhile (SessionNotFoundError).
-    """
+    """Re-raise anything but a ctxstore error as one, keeping the original as the cause
+    (see ``translation``)."""
     try:
         yield
     except CtxStoreError:
         raise
     except Exception as error:
-        # EmulatedDBAPIException: what the asyncpg dialect raises where SQLAlchemy does not
-        # wrap it, e.g. a connection taken from an engine's pool failing to connect.
-        if not isinstance(
-            error,
-            _DRIVER_ERRORS
-            | sa_exc.SQLAlchemyError
-            | sa_exc.EmulatedDBAPIException
-            | OSError
-            | TimeoutError,
-        ):
+        found = translation(error, action, conflict_on_duplicate=conflict_on_duplicate, role=role)
+        if found is None:
             raise
-        code = _sqlstate(error)
-        if conflict_on_duplicate and code == "23505":
-            raise ConflictError(f"{action}: a concurrent writer stored that version") from error
-        if conflict_on_duplicate and code == "23503" and not _sealed_key_gone(error):
-            raise SessionNotFoundError(f"{action}: the session was deleted") from error
-        raise translate_db_error(error, action, role=role) from error
+        raise found from error
+
+
+def translation(
+    error: Exception, action: str, *, conflict_on_duplicate: bool = False, role: str | None = None
+) -> CtxStoreError | None:
+    """The ctxstore error a driver, SQLAlchemy, OS or timeout error raised by ``action``
+    is, or None for anything else (a bug: re-raised as it is).
+
+    ``conflict_on_duplicate``: for writes whose version is a key, a unique violation means
+    a concurrent writer took that version (ConflictError), and a foreign-key violation
+    means the session was deleted meanwhile (SessionNotFoundError).
+    """
+    # EmulatedDBAPIException: what the asyncpg dialect raises where SQLAlchemy does not
+    # wrap it, e.g. a connection taken from an engine's pool failing to connect.
+    if isinstance(error, CtxStoreError) or not isinstance(
+        error,
+        _DRIVER_ERRORS
+        | sa_exc.SQLAlchemyError
+        | sa_exc.EmulatedDBAPIException
+        | OSError
+        | TimeoutError,
+    ):
+        return None
+    code = _sqlstate(error)
+    if conflict_on_duplicate and code == "23505":
+        return ConflictError(f"{action}: a concurrent writer stored that version")
+    if conflict_on_duplicate and code == "23503" and not _sealed_key_gone(error):
+        return SessionNotFoundError(f"{action}: the session was deleted")
+    return translate_db_error(error, action, role=role)

@@ -12,7 +12,7 @@ from sqlalchemy import URL
 
 from ctxstore import telemetry
 from ctxstore.db.engine import EngineSettings, create_pool, normalize_url
-from ctxstore.db.errors import translated
+from ctxstore.db.errors import translation
 from ctxstore.db.pool import FairPool
 from ctxstore.errors import StorageTimeoutError, StorageUnavailableError
 from ctxstore.retry import Retry
@@ -123,26 +123,23 @@ class Connections:
             await pool.close()
 
     @asynccontextmanager
-    async def guard(
-        self, action: str, *, conflict_on_duplicate: bool = False
-    ) -> AsyncIterator[None]:
-        """Every call ends within ``operation_timeout`` and raises only ctxstore errors."""
-        with translated(
-            action, conflict_on_duplicate=conflict_on_duplicate, role=self.url.username
-        ):
-            async with asyncio.timeout(self.operation_timeout):
-                yield
-
-    @asynccontextmanager
     async def call(
         self, action: str, *, conflict_on_duplicate: bool = False
     ) -> AsyncIterator[Driver]:
-        """A guarded connection for one write (never replayed)."""
-        async with (
-            self.guard(action, conflict_on_duplicate=conflict_on_duplicate),
-            self.driver() as driver,
-        ):
-            yield driver
+        """A guarded connection for one call (never replayed): the call, its wait for a
+        connection included, ends within ``operation_timeout`` and raises only ctxstore
+        errors.  (``translated``, spelled out: every statement runs through this, and
+        each generator-based context manager costs a few µs.)"""
+        try:
+            async with asyncio.timeout(self.operation_timeout), self.driver() as driver:
+                yield driver
+        except Exception as error:
+            found = translation(
+                error, action, conflict_on_duplicate=conflict_on_duplicate, role=self.url.username
+            )
+            if found is None:
+                raise
+            raise found from error
 
     async def retried_read(self, read: Callable[[], Awaitable[T]]) -> T:
         """``read`` (which takes its own connection), again if its connection was dead."""
