@@ -58,36 +58,35 @@ def direct_handler(route: APIRoute) -> Handler | None:
         if info.validation_alias is not None and not isinstance(info.validation_alias, str):
             return None  # alias choices
         alias = field.validation_alias or field.alias
-        plan.append((field, field.name, source, alias, (source, alias)))
+        plan.append(_Parameter(field, source, alias))
     request_name = dependant.request_param_name
+    # Only the sources some parameter reads (a request's query is parsed when asked for).
+    needed = tuple(dict.fromkeys(parameter.source for parameter in plan))
 
     async def handler(request: Request) -> Response:
         values: dict[str, Any] = {request_name: request}
         errors: list[Any] = []
-        sources: dict[str, Mapping[str, Any]] = {
-            "path": request.path_params,
-            "query": request.query_params,
-            "header": request.headers,
-        }
-        for field, name, source, alias, location in plan:
-            raw = sources[source].get(alias)
+        sources = {source: _SOURCE_OF[source](request) for source in needed}
+        for parameter in plan:
+            field, location = parameter.field, parameter.location
+            raw = sources[parameter.source].get(parameter.alias)
             if raw is None:
-                if field.field_info.is_required():
+                if parameter.required:
                     errors.append(_missing(location))
                     continue
-                value = copy.deepcopy(field.default)
+                value = parameter.default()
                 if field.field_info.validate_default:
                     value, problems = field.validate(value, values, loc=location)
                     if problems:
                         errors.extend(problems)
                         continue
-                values[name] = value
+                values[field.name] = value
                 continue
             value, problems = field.validate(raw, values, loc=location)
             if problems:
                 errors.extend(problems)
             else:
-                values[name] = value
+                values[field.name] = value
         if errors:
             raise RequestValidationError(errors)
         response = await call(**values)
@@ -96,6 +95,33 @@ def direct_handler(route: APIRoute) -> Handler | None:
         return response
 
     return handler
+
+
+_SOURCE_OF: dict[str, Callable[[Request], Mapping[str, Any]]] = {
+    "path": lambda request: request.path_params,
+    "query": lambda request: request.query_params,
+    "header": lambda request: request.headers,
+}
+#: Defaults shared safely between requests (FastAPI deep-copies any other for each).
+_IMMUTABLE = (type(None), bool, int, float, str, bytes)
+
+
+class _Parameter:
+    """One parameter of a route, with what the handler needs of it worked out once."""
+
+    __slots__ = ("_default", "alias", "field", "location", "required", "source")
+
+    def __init__(self, field: Any, source: str, alias: str) -> None:
+        self.field = field
+        self.source = source
+        self.alias = alias
+        self.location = (source, alias)
+        self.required: bool = field.field_info.is_required()
+        self._default = None if self.required else field.default
+
+    def default(self) -> Any:
+        default = self._default
+        return default if isinstance(default, _IMMUTABLE) else copy.deepcopy(default)
 
 
 def _missing(location: tuple[str, str]) -> dict[str, Any]:
