@@ -155,13 +155,19 @@ class TokenCounter:
         """
         fields = message.__dict__
         content = 'content":' + compact_json(fields["content"]) + ',"'
-        return self.count(content) + _head_and_turn_cost(
-            self, fields["role"], fields["turn_id"] or ""
-        )
+        role, turn_id = fields["role"], fields["turn_id"] or ""
+        if len(role) + len(turn_id) > _CACHED_CHARS:  # past the limits: not kept
+            return self.count(content) + _head_and_turn_cost.__wrapped__(self, role, turn_id)
+        return self.count(content) + _head_and_turn_cost(self, role, turn_id)
 
     def fill_cost(self, fill_text: str) -> int:
         """The rest of an untimed message's cost: its timestamp key and the fill's text."""
         return self.count(_timestamp_tail(fill_text))
+
+
+#: The longest role and turn id whose parts' count is cached: a turn id within the
+#: storage's limit (255 characters), so the cache holds a few MB at most.
+_CACHED_CHARS = 300
 
 
 @lru_cache(maxsize=4096)
