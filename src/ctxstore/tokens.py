@@ -156,9 +156,7 @@ class TokenCounter:
         fields = message.__dict__
         content = 'content":' + compact_json(fields["content"]) + ',"'
         role, turn_id = fields["role"], fields["turn_id"] or ""
-        if len(role) + len(turn_id) > _CACHED_CHARS:  # past the limits: not kept
-            return self.count(content) + _head_and_turn_cost.__wrapped__(self, role, turn_id)
-        return self.count(content) + _head_and_turn_cost(self, role, turn_id)
+        return self.count(content) + _head_and_turn(self, role, turn_id)
 
     def fill_cost(self, fill_text: str) -> int:
         """The rest of an untimed message's cost: its timestamp key and the fill's text."""
@@ -168,6 +166,16 @@ class TokenCounter:
 #: The longest role and turn id whose parts' count is cached: a turn id within the
 #: storage's limit (255 characters), so the cache holds a few MB at most.
 _CACHED_CHARS = 300
+
+
+def _head_and_turn(counter: TokenCounter, role: str, turn_id: str) -> int:
+    """``_head_and_turn_cost``, from its cache when the counter and the texts allow."""
+    if len(role) + len(turn_id) <= _CACHED_CHARS:  # past the limits: not kept
+        try:
+            return _head_and_turn_cost(counter, role, turn_id)
+        except TypeError:  # a counter that can't be hashed: counted every time
+            pass
+    return _head_and_turn_cost.__wrapped__(counter, role, turn_id)
 
 
 @lru_cache(maxsize=4096)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
@@ -536,6 +536,28 @@ def test_a_long_turn_id_is_counted_whole_and_not_kept() -> None:
         assert count + counter.fill_cost(go_timestamp(time)) == whole
         after = _head_and_turn_cost.cache_info()
         assert (after.hits, after.misses) == (before.hits, before.misses)  # not looked up
+
+
+@dataclass(frozen=True)
+class _UnhashableCounter(TokenCounter):
+    """A counter with a list among its fields: it can't be a cache key."""
+
+    encoding_name: str = "chars-unhashable"
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+
+def test_a_counter_that_cant_be_hashed_still_counts_every_message() -> None:
+    counter = _UnhashableCounter()
+    time = datetime(2026, 1, 1, 8, tzinfo=CST)
+    for stamp in (None, time):
+        message = Message(role="tool", content="膝盖疼", turn_id="t1", timestamp=stamp)
+        whole = len("," + element_json(contract_message(message, "", time)) + "\n")
+        count, _label = counter.stored_cost(message)
+        assert count is not None
+        assert count + (counter.fill_cost(go_timestamp(time)) if stamp is None else 0) == whole
 
 
 def test_a_cut_before_a_key_needs_a_word_and_the_key() -> None:
