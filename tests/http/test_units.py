@@ -4,11 +4,14 @@ the published OpenAPI document."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+from fastapi import FastAPI, Header, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.requests import Request
+from starlette.responses import Response
 
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.http.app import documentation_app
@@ -139,6 +142,35 @@ def test_the_service_routes_validate_their_parameters_without_dependency_solving
     routes = [r for r in documentation_app().routes if isinstance(r, APIRoute)]
     direct = {r.path for r in routes if direct_handler(r) is not None}
     assert {r.path for r in routes if r.path.startswith("/v1/")} <= direct
+
+
+_MADE: list[str] = []
+
+
+def _fresh() -> str:
+    _MADE.append(f"made-{len(_MADE) + 1}")
+    return _MADE[-1]
+
+
+async def test_a_parameters_default_factory_runs_for_each_request_as_fastapi_runs_it() -> None:
+    made = _MADE
+    app = FastAPI()
+
+    @app.get("/x")
+    async def endpoint(
+        request: Request,
+        tag: Annotated[str, Query(default_factory=_fresh)],
+        note: Annotated[str | None, Header()] = "plain",
+    ) -> Response:
+        return Response(f"{tag} {note}")
+
+    route = next(r for r in app.routes if isinstance(r, APIRoute) and r.path == "/x")
+    handler = direct_handler(route)
+    assert handler is not None
+    scope = {"type": "http", "method": "GET", "path": "/x", "headers": [], "query_string": b""}
+    answers = [(await handler(Request({**scope, "path_params": {}}))).body for _ in range(2)]
+    assert answers[-2:] == [f"{made[-2]} plain".encode(), f"{made[-1]} plain".encode()]
+    assert made[-2] != made[-1]  # a value of its own for each request
 
 
 async def test_a_malformed_header_is_refused_by_its_field_where_fastapi_would() -> None:

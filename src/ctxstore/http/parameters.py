@@ -103,13 +103,13 @@ _SOURCE_OF: dict[str, Callable[[Request], Mapping[str, Any]]] = {
     "header": lambda request: request.headers,
 }
 #: Defaults shared safely between requests (FastAPI deep-copies any other for each).
-_IMMUTABLE = (type(None), bool, int, float, str, bytes)
+_IMMUTABLE = frozenset({type(None), bool, int, float, str, bytes})
 
 
 class _Parameter:
     """One parameter of a route, with what the handler needs of it worked out once."""
 
-    __slots__ = ("_default", "alias", "field", "location", "required", "source")
+    __slots__ = ("_fixed", "_shared", "alias", "field", "location", "required", "source")
 
     def __init__(self, field: Any, source: str, alias: str) -> None:
         self.field = field
@@ -117,11 +117,14 @@ class _Parameter:
         self.alias = alias
         self.location = (source, alias)
         self.required: bool = field.field_info.is_required()
-        self._default = None if self.required else field.default
+        # A plain immutable default is shared; anything else is made for each request as
+        # FastAPI makes it (``field.default`` calls a default factory).
+        fixed = not self.required and field.field_info.default_factory is None
+        self._shared = field.default if fixed else None
+        self._fixed = fixed and type(self._shared) in _IMMUTABLE
 
     def default(self) -> Any:
-        default = self._default
-        return default if isinstance(default, _IMMUTABLE) else copy.deepcopy(default)
+        return self._shared if self._fixed else copy.deepcopy(self.field.default)
 
 
 def _missing(location: tuple[str, str]) -> dict[str, Any]:
