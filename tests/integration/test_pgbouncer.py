@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import asyncpg
 import pytest
 from sqlalchemy import URL
 
@@ -180,3 +181,30 @@ async def test_an_unmarked_url_through_a_lenient_pooler_names_the_pooling_option
     for failure in failures:
         assert isinstance(failure, ConfigurationError), repr(failure)
         assert "?pooling=transaction" in str(failure)
+
+
+async def test_a_first_append_leaves_every_server_connections_settings_as_they_were(
+    database_url: URL, pgbouncer: PgBouncer
+) -> None:
+    """asyncpg learns the append's row type with JIT switched off around its query; the
+    storage has it learnt when a connection opens, in a transaction, so the switch and
+    the query share one server connection and nothing is left switched on any.  (The
+    delay this removes, a second compiling the query at a connection's first append, is
+    what the contract's expiry test through PgBouncer met on a slow machine.)"""
+    direct = await asyncpg.connect(plain(database_url.set(drivername="postgresql")))
+    try:
+        default = await direct.fetchval("SHOW jit")
+    finally:
+        await direct.close()
+    pooled = pgbouncer.url(database_url)
+    async with PostgresStorage.from_url(pooled) as storage:
+        for turn in range(4):
+            await storage.append(f"jit-{turn}", [Message(role="user", content="膝盖疼")])
+    bare = pooled.set(drivername="postgresql", query={})
+    watcher = await asyncpg.connect(plain(bare), statement_cache_size=0)
+    try:
+        # Round robin over the two server connections: each answers more than once.
+        seen = [await watcher.fetchval("SHOW jit") for _ in range(6)]
+    finally:
+        await watcher.close()
+    assert seen == [default] * 6

@@ -14,7 +14,7 @@ import os
 import ssl
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -383,6 +383,25 @@ def _prefer_context() -> ssl.SSLContext:
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         context.load_cert_chain(certificate, keyfile=key if key.exists() else None)
     return context
+
+
+async def learn_types(connection: asyncpg.Connection, type_names: Sequence[str]) -> None:
+    """Have asyncpg learn ``type_names`` (composite types a statement takes) now, in one
+    transaction; a type the schema lacks yet (a revision before it) is left to be learnt
+    when a statement meets it.
+
+    asyncpg learns a type it has no codec for with an introspection query, JIT switched
+    off around it by two more statements (the query takes a second or more to compile on
+    two cores).  Behind a transaction pooler the three would go to three server
+    connections, leaving JIT off on one and compiling the query on another, at a turn's
+    first append; in a transaction they share one.
+    """
+    for name in type_names:
+        try:
+            async with connection.transaction():
+                await connection.fetchval(f"SELECT $1::{name}[] IS NULL", None)
+        except (asyncpg.UndefinedObjectError, asyncpg.InsufficientPrivilegeError):
+            continue
 
 
 async def _prepare(

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from sqlalchemy import URL
 
 from ctxstore import telemetry
-from ctxstore.db.engine import EngineSettings, create_pool, normalize_url
+from ctxstore.db.engine import EngineSettings, create_pool, learn_types, normalize_url
 from ctxstore.db.errors import translation
 from ctxstore.db.pool import FairPool
 from ctxstore.errors import StorageTimeoutError, StorageUnavailableError
@@ -29,6 +29,9 @@ DEAD_CONNECTION = Retry(
     when=lambda error: not isinstance(error, StorageTimeoutError),
 )
 
+
+#: The composite types the storage's statements take (the append's rows, revision 0025).
+ROW_TYPES = ("ctxstore_message_row_v1",)
 
 #: What a checkout watcher may return: called when the connection comes back.
 Undo = Callable[[], None]
@@ -74,6 +77,7 @@ class Connections:
             self._pool.expire()
 
     async def _opened(self, connection: Driver) -> None:
+        await learn_types(connection, ROW_TYPES)
         for watcher in self._watchers:
             watcher(connection)
 
