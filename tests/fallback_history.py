@@ -211,9 +211,18 @@ class HistoryResult:
     faults: Counter[str]  # outages, kills, restarts
     worker_stats: dict[str, int]  # FallbackStats summed over incarnations, as last reported
     degraded_share: float  # of the worker's twice-a-second samples
+    calm: float  # the most seconds of calm asked for after the faults (0: none)
+    healthy_after: float | None  # seconds of that calm until the worker was healthy
     final: dict[str, int]  # what the last reconcile replayed and quarantined
     verdict: Verdict
     log_dir: str | None  # kept when there are anomalies (or when asked)
+
+    def calm_figure(self) -> str:
+        if not self.calm:
+            return "no calm asked"
+        if self.healthy_after is None:
+            return f"not within {self.calm:.0f} s"
+        return f"{self.healthy_after:.1f} s"
 
     @property
     def anomalies(self) -> list[str]:
@@ -233,6 +242,7 @@ class HistoryResult:
             ("outages, kills, restarts", listed(self.faults)),
             ("worker fallback stats", listed(self.worker_stats)),
             ("worker degraded", f"{self.degraded_share:.0%} of the time"),
+            ("healthy after calm", self.calm_figure()),
             ("final reconcile", listed(self.final)),
             ("resurrected/missing/dup", f"{v.resurrected} / {v.missing} / {v.duplicates}"),
             ("anomalies", str(len(v.anomalies))),
@@ -400,6 +410,19 @@ async def drain_and_read(
     return figures, problems, finals
 
 
+async def until_healthy(log_path: Path, patience: float) -> float | None:
+    """The primary stays up while the clients go on: seconds until the worker reports
+    itself healthy (its twice-a-second sample), or None if it isn't within ``patience``."""
+    started = time.monotonic()
+    samples = len(read_log(log_path).samples)
+    while time.monotonic() - started < patience:
+        await asyncio.sleep(0.5)
+        fresh = read_log(log_path).samples[samples:]
+        if fresh and not fresh[-1]["degraded"]:
+            return time.monotonic() - started
+    return None
+
+
 def hung_call(log: Log, record: dict[str, Any]) -> str:
     op = next(op for op in log.ops if op.op == record["op"])
     ended = f"ended {op.status}" + (f" ({op.error})" if op.error else "")
@@ -425,11 +448,14 @@ async def run_history(
     redis: RedisServer | None = None,
     redis_kills: int = 0,
     journal_loss: str = "accept",
+    calm: float = 0.0,
 ) -> HistoryResult:
     """Run the workload against the migrated database at ``database_url``, then check it.
 
     ``redis``: a redis-server of the run's own (at ``redis_url``), SIGKILLed ``redis_kills``
-    times inside outages; ``journal_loss`` as FallbackStorage takes it."""
+    times inside outages; ``journal_loss`` as FallbackStorage takes it.  ``calm``: after
+    the faults, the primary stays up and the clients go on for up to this many seconds,
+    until the worker reports itself healthy (``HistoryResult.healthy_after``)."""
     from tests.conftest import drop_keys  # noqa: PLC0415
 
     seed = random.randrange(2**31) if seed is None else seed
@@ -462,10 +488,11 @@ async def run_history(
             (duration, "end"),
         ]
         faults, problems = await inflict(worker, proxy, events, rng, LogFile(log_path), tick, redis)
+        proxy.forward()
+        healthy_after = await until_healthy(log_path, calm) if calm else None
         elapsed = time.monotonic() - started
         if tick is not None:
             tick(elapsed)
-        proxy.forward()
         await worker.kill()
         log = read_log(log_path)
         final, drained, finals = await drain_and_read(
@@ -492,6 +519,8 @@ async def run_history(
             faults=faults,
             worker_stats={n: sum(int(s.get(n) or 0) for s in log.stats.values()) for n in STATS},
             degraded_share=sum(s["degraded"] for s in log.samples) / max(1, len(log.samples)),
+            calm=calm,
+            healthy_after=healthy_after,
             final=final,
             verdict=verdict,
             log_dir=str(log_dir) if keep else None,

@@ -141,21 +141,29 @@ def test_the_schedule_has_the_outages_and_kills_asked_for() -> None:
     assert max(events)[0] < 30.0
 
 
+#: The most seconds of calm after the faults.  Whether the worker gets a whole journal
+#: replayed between two outages of the schedule depends on the machine's load (0 of 12
+#: outages, once, with three suites beside); with the primary up for good it must.
+CALM = 30.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "pause",
     [
-        # The load asked for: with it the worker writes faster than a replay drains.
+        # The load asked for: 8 clients, at most 20 ms between calls.
         pytest.param(0.02, id="full-pace"),
-        # A tenth of it: the worker catches up between outages, so switching back to the
-        # primary (and removing the secondary's copies) is exercised too.
+        # A tenth of it: on a quiet machine the worker also catches up between outages, so
+        # switching back mid-run (and removing the secondary's copies) is exercised too.
         pytest.param(0.2, id="paced"),
     ],
 )
 async def test_30_seconds_of_outages_and_crashes_leave_a_valid_history(
     database_url: URL, redis_url: str, pause: float
 ) -> None:
-    result = await run_history(database_url, redis_url, duration=30.0, clients=8, pause=pause)
+    result = await run_history(
+        database_url, redis_url, duration=30.0, clients=8, pause=pause, calm=CALM
+    )
     print()
     for name, value in result.figures():
         print(f"{name:>26}: {value}")
@@ -170,8 +178,10 @@ async def test_30_seconds_of_outages_and_crashes_leave_a_valid_history(
     assert result.ops["ok"] > 200
     assert result.worker_stats["failovers"] > 0
     assert result.worker_stats["journaled"] > 0
-    if pause >= 0.2:  # 4 to 7 in six runs on a quiet machine; 0 once with 3 suites beside
-        assert result.worker_stats["recoveries"] >= 1
+    # Once the primary stays up, the worker replays its journal and is healthy again, at
+    # either pace: writes to a replayed key go to the primary, so the journal only shrinks.
+    assert result.healthy_after is not None
+    assert result.worker_stats["recoveries"] >= 1
 
 
 def _waitaof() -> bool:
