@@ -133,11 +133,10 @@ class TokenCounter:
         """
         if message.turn_id is None:
             return None, None
-        if message.timestamp is None:
+        whole = self.message_cost(message)
+        if whole is None:
             return self.untimed_cost(message), self.untimed_label
-        return self.untimed_cost(message) + self.fill_cost(
-            go_timestamp(message.timestamp)
-        ), self.count_label
+        return whole, self.count_label
 
     def untimed_cost(self, message: Message) -> int:
         """The cost of a message with a turn id and no time, without its fill time.
