@@ -4,8 +4,8 @@ Each query is written once, as SQL, in the file of its concern (messages, sessio
 documents, keys, maintenance): ``-- name: load_session --``, a one-line description, the
 statement.  They are loaded once, at import, into :class:`Statement` objects, reached
 as upper-case attributes of this module (``sql.LOAD_SESSION``); ``:name`` parameters
-are passed as keywords.  tests/unit/test_queries.py pins every statement's text and
-tests/integration/test_queries_prepare.py prepares each one against a database at head.
+are passed as keywords.  tests/integration/test_queries.py checks that each one is used,
+prepares against a database at head and reads and writes the tables' columns.
 
 The writes that touch several tables (an append: the session row and its messages; a
 state and its history; a deletion and the session's own data key) call the versioned SQL
