@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from ctxstore.encodings import Encoder, encoding_for_model, load_encoding
@@ -91,7 +91,9 @@ class TokenCounter:
         o200k_base.  An unknown model is an InvalidInputError."""
         return cls(encoding_for_model(model))
 
-    @property
+    # The labels are compared for every message a context reads: kept once made (the
+    # fields are frozen; a cached property leaves equality and the hash to the fields).
+    @cached_property
     def count_label(self) -> str:
         """What a stored count is labelled with: the encoding and the element form it
         measured.  A count under another label is never used, only recounted."""
@@ -119,7 +121,7 @@ class TokenCounter:
             return None
         return self.untimed_cost(message) + self.fill_cost(go_timestamp(message.timestamp))
 
-    @property
+    @cached_property
     def untimed_label(self) -> str:
         """The label of an untimed message's stored count (``untimed_cost``)."""
         return untimed_label(self.count_label)
