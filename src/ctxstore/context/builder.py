@@ -63,6 +63,9 @@ class _Plan:
     messages: list[StoredMessage]
     message_tokens: list[int]
     created_at: datetime = _EPOCH
+    #: The skeleton's tokens with no message counted, once counted (the skeleton is the
+    #: plan's for the whole build; only the count in meta changes).
+    zero_tokens: int | None = None
 
 
 class ContextBuilder:
@@ -178,10 +181,13 @@ class ContextBuilder:
             summary_version, covered = 0, -1
             if summary is not None:
                 with_summary = _with_summary(skeleton, summary.text, summary.summary_version)
-                if self._skeleton_tokens(with_summary, with_knowledge=False) <= token_budget:
+                tokens = self._skeleton_tokens(with_summary, with_knowledge=False)
+                if tokens <= token_budget:
                     skeleton, summary_version = with_summary, summary.summary_version
                     covered = summary.covers_until  # those messages are in the summary
+                    required = tokens
             plan = self._plan_knowledge(skeleton, summary_version, knowledge, token_budget)
+            plan.zero_tokens = required  # the skeleton chosen, no message counted yet
             await self._plan_messages(plan, reader, head, token_budget, covered)
         return plan
 
@@ -239,10 +245,15 @@ class ContextBuilder:
         alone: the skeleton is counted once a build, not once for every count tried.
         """
         count = len(plan.messages)
-        if count and type(self.counter) is TokenCounter:
-            zero = _with_meta(plan.skeleton, 0, plan.summary_version)
-            base = self._skeleton_tokens(zero, with_knowledge=False)
-            return base - _counted(self.counter, "0") + _counted(self.counter, str(count))
+        if type(self.counter) is TokenCounter:
+            if plan.zero_tokens is None:
+                zero = _with_meta(plan.skeleton, 0, plan.summary_version)
+                plan.zero_tokens = self._skeleton_tokens(zero, with_knowledge=False)
+            if not count:
+                return plan.zero_tokens
+            return (
+                plan.zero_tokens - _counted(self.counter, "0") + _counted(self.counter, str(count))
+            )
         skeleton = _with_meta(plan.skeleton, count, plan.summary_version)
         return self._skeleton_tokens(skeleton, with_knowledge=False)
 
