@@ -1,8 +1,8 @@
 """The Containerfile and docker-compose.yml, read as the engines read them (no engine
 runs a container here: scripts/build-image builds the image with buildah and
-smoke-tests it, docs/http.md §1).  What must hold: two stages, the final one without a compiler, a non-root user,
-a health check; compose runs the migrations and the service from that image, with
-health checks, and takes the tokens from the environment."""
+smoke-tests it, docs/http.md §1).  What must hold: two stages, the final one without a
+compiler, a non-root user, a health check; compose runs the migrations and the service
+from that image, with health checks, and takes the tokens from the environment."""
 
 from __future__ import annotations
 
