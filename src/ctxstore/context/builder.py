@@ -58,14 +58,14 @@ class _Plan:
 
     skeleton: dict[str, Any]
     summary_version: int
+    #: The skeleton's tokens with no message counted: the skeleton is the plan's for the
+    #: whole build, only the count in meta changes.
+    zero_tokens: int
     knowledge: list[dict[str, Any]]
     knowledge_tokens: int
     messages: list[StoredMessage]
     message_tokens: list[int]
     created_at: datetime = _EPOCH
-    #: The skeleton's tokens with no message counted, once counted (the skeleton is the
-    #: plan's for the whole build; only the count in meta changes).
-    zero_tokens: int | None = None
 
 
 class ContextBuilder:
@@ -186,8 +186,8 @@ class ContextBuilder:
                     skeleton, summary_version = with_summary, summary.summary_version
                     covered = summary.covers_until  # those messages are in the summary
                     required = tokens
-            plan = self._plan_knowledge(skeleton, summary_version, knowledge, token_budget)
-            plan.zero_tokens = required  # the skeleton chosen, no message counted yet
+            plan = _Plan(skeleton, summary_version, required, [], 0, [], [])
+            self._plan_knowledge(plan, knowledge, token_budget)
             await self._plan_messages(plan, reader, head, token_budget, covered)
         return plan
 
@@ -205,18 +205,11 @@ class ContextBuilder:
         except TypeError:  # a counter that can't be hashed: counted every time
             return self.counter.count(text)
 
-    def _plan_knowledge(
-        self,
-        skeleton: dict[str, Any],
-        summary_version: int,
-        knowledge: list[KnowledgeItem],
-        budget: int,
-    ) -> _Plan:
+    def _plan_knowledge(self, plan: _Plan, knowledge: list[KnowledgeItem], budget: int) -> None:
         """Knowledge by relevance: each item that still fits goes in."""
-        plan = _Plan(skeleton, summary_version, [], 0, [], [])
         if not knowledge:
-            return plan
-        base = self._skeleton_tokens(skeleton, with_knowledge=True)
+            return
+        base = self._skeleton_tokens(plan.skeleton, with_knowledge=True)
         saving = self.counter.first_element_saving
         for item in knowledge:
             element = item.model_dump(mode="json")
@@ -226,8 +219,7 @@ class ContextBuilder:
                 plan.knowledge.append(element)
                 plan.knowledge_tokens += extra
         if plan.knowledge:
-            plan.knowledge_tokens += base - self._skeleton_tokens(skeleton, with_knowledge=False)
-        return plan
+            plan.knowledge_tokens += base - plan.zero_tokens
 
     def _total(self, plan: _Plan) -> int:
         """The exact token count of the contract the plan describes."""
@@ -245,15 +237,11 @@ class ContextBuilder:
         alone: the skeleton is counted once a build, not once for every count tried.
         """
         count = len(plan.messages)
+        if not count:
+            return plan.zero_tokens
         if type(self.counter) is TokenCounter:
-            if plan.zero_tokens is None:
-                zero = _with_meta(plan.skeleton, 0, plan.summary_version)
-                plan.zero_tokens = self._skeleton_tokens(zero, with_knowledge=False)
-            if not count:
-                return plan.zero_tokens
-            return (
-                plan.zero_tokens - _counted(self.counter, "0") + _counted(self.counter, str(count))
-            )
+            zero = plan.zero_tokens
+            return zero - _counted(self.counter, "0") + _counted(self.counter, str(count))
         skeleton = _with_meta(plan.skeleton, count, plan.summary_version)
         return self._skeleton_tokens(skeleton, with_knowledge=False)
 
