@@ -885,3 +885,37 @@ def test_appends_of_0025_take_rows_beside_sessions_of_0024_and_go_back(
     counts = "SELECT message_count FROM sessions ORDER BY session_id"
     assert asyncio.run(rows(url, counts)) == [(6,), (6,), (3,), (3,)]
     migrations.upgrade(url, "head")
+
+
+def test_sealed_appends_of_0026_resume_a_chain_rotated_under_sessions_of_0025(
+    empty_database_url: URL,
+) -> None:
+    """At 0025 an append known from before `rotate-keys --reencrypt` stored no hash and
+    the session stopped opening; from 0026 the same append commits and it opens.  The
+    downgrade restores 0025's function and keeps every row."""
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+    from ctxstore.errors import CorruptDataError  # noqa: PLC0415
+    from ctxstore.rotate_keys import rotate_keys  # noqa: PLC0415
+
+    url = empty_database_url
+    encryption = Encryption(Keyring({"k": os.urandom(32)}))
+    turn = [Message(role="user", content="还疼", turn_id="t9")]
+
+    async def append_after_rotation(session_id: str) -> list[Message]:
+        async with PostgresStorage.from_url(url, encryption=encryption) as storage:
+            await storage.save(session_id, SEEDED, user_id="u1")  # known to this process
+            async with storage.driver() as driver:
+                await rotate_keys(driver, encryption, reencrypt=True, show=False)
+            await storage.append(session_id, turn, user_id="u1")
+        async with PostgresStorage.from_url(url, encryption=encryption) as cold:
+            return await cold.load(session_id)
+
+    migrations.upgrade(url, "0025")
+    with pytest.raises(CorruptDataError, match="no content hash"):
+        asyncio.run(append_after_rotation("at-0025"))
+    migrations.upgrade(url, "head")
+    assert asyncio.run(append_after_rotation("at-0026")) == [*SEEDED, *turn]
+    migrations.downgrade(url, "0025")
+    counts = "SELECT session_id, message_count FROM sessions ORDER BY session_id"
+    assert asyncio.run(rows(url, counts)) == [("at-0025", 4), ("at-0026", 4)]
+    migrations.upgrade(url, "head")
