@@ -106,3 +106,18 @@ async def test_documents_written_across_a_rotation_open(
         assert (await cold.load_summary("s")).text == "总结二"  # type: ignore[union-attr]
         assert (await cold.load_profile("alice")).value.age == 41  # type: ignore[union-attr]
         assert [c.state.stage for c in await cold.state_history("s")] == ["triage", "history"]
+
+
+@pytest.mark.slow
+async def test_writers_and_readers_beside_killed_and_rerun_rotations_lose_nothing(
+    database_url: URL,
+) -> None:
+    from tests.rotation_history import run_history  # noqa: PLC0415
+
+    result = await run_history(database_url, seed_value=int.from_bytes(os.urandom(2)))
+    print(result.line())
+    assert result.acknowledged > 100 and result.reads > 20, result.line()
+    assert result.rotations_finished == 2, result.line()
+    assert not result.lost and not result.unreadable, result.line()
+    assert not result.read_errors and not result.failed, result.line()
+    assert result.stale_keys == 0 and result.keys_under_old_master == 0, result.line()
