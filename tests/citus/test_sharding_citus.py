@@ -50,7 +50,7 @@ async def test_session_tables_are_colocated_and_the_rest_replicated(database_url
     assert {kinds[table][0] for table in SESSION_TABLES} == {"h"} and len(groups) == 1
     replicated = {name for name, kind in kinds.items() if kind[:2] == ("n", "t")}
     assert replicated == set(REFERENCE_TABLES)
-    # alembic_version and ctxstore_roles stay on the coordinator, unmanaged
+    # COORDINATOR_TABLES stay on the coordinator, unmanaged (test_placement_citus.py)
     assert set(kinds) == {*SESSION_TABLES, *REFERENCE_TABLES}
     sessions, problems = await distribution_problems(database_url)
     assert sessions == SESSION_TABLES and problems == []

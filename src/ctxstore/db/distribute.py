@@ -7,7 +7,8 @@ On a Citus coordinator, :func:`distribute` (``ctxstore db distribute``) makes
   share one shard, so each of its reads and writes runs on one worker;
 - ``REFERENCE_TABLES`` and any other table a session table's foreign key points at
   reference tables (a copy on every node): those keys are checked on the shard's node;
-- the rest (alembic_version, ctxstore_roles) stays on the coordinator;
+- ``COORDINATOR_TABLES`` (the revision, the role names, the analytics cells) plain tables
+  on the coordinator, never converted;
 - the database's roles present on every node, and its owner role able to log in on the
   workers (:func:`roles_on_every_node`);
 - every ``ctxstore_*`` SQL function (revision 0011 and later) known on every node, and
@@ -27,6 +28,7 @@ coordinator (created by raw SQL) is distributed too, and a table that should be 
 reference table (re-created by an upgrade after a downgrade: ``data_keys``...) is made one.
 Otherwise a re-created table would stay on the coordinator, where an ``ON DELETE CASCADE``
 from the sharded ``sessions`` never fires and to which no session table may hold a key.
+A table of ``COORDINATOR_TABLES`` stays there as it is made.
 """
 
 from __future__ import annotations
@@ -63,14 +65,29 @@ REFERENCE_TABLES = (
     "ctxstore_analytics_settings",
 )
 
-# Tables of the schema ``sessions`` lives in that have a session_id column; Citus's own
-# shards (visible when the coordinator holds some) are left out.
+#: Plain tables on the coordinator only, never converted: whatever reads or writes them runs
+#: there.  The schema's revision and role names (migrations, the CLI); the free-text
+#: analytics cells and the record of the days they were counted from, which ``analytics
+#: refresh`` writes and the frequency reports read, joined with no distributed table.  As
+#: reference tables each refreshed day would commit on every node, and Citus refuses the
+#: refresh's upsert of a day's record (``DO UPDATE SET refreshed_at = now()``, SQLSTATE
+#: 0A000).  They hold derived, k-suppressed counts: a refresh rebuilds them.
+COORDINATOR_TABLES = (
+    "alembic_version",
+    "ctxstore_roles",
+    "analytics_value_cells",
+    "analytics_refreshed_days",
+)
+
+# Tables of the schema ``sessions`` lives in that have a session_id column, but those
+# declared for the coordinator; Citus's own shards (visible when the coordinator holds
+# some) are left out.
 _SESSION_TABLES = """
 SELECT c.relname FROM pg_class AS c JOIN pg_attribute AS a ON a.attrelid = c.oid
  WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass(:root))
    AND c.relkind IN ('r', 'p') AND NOT c.relispartition
    AND a.attname = :column AND NOT a.attisdropped
-   AND NOT relation_is_a_known_shard(c.oid)
+   AND NOT relation_is_a_known_shard(c.oid) AND c.relname <> ALL(:kept)
  ORDER BY c.relname <> :root, c.relname"""
 
 _REFERENCED = """
@@ -150,7 +167,8 @@ def _kinds(connection: Connection, tables: list[str]) -> dict[str, str]:
 def session_tables(connection: Connection) -> list[str]:
     """Every table that belongs to sessions (``sessions`` first)."""
     rows = connection.execute(
-        text(_SESSION_TABLES), {"root": ROOT_TABLE, "column": DISTRIBUTION_COLUMN}
+        text(_SESSION_TABLES),
+        {"root": ROOT_TABLE, "column": DISTRIBUTION_COLUMN, "kept": list(COORDINATOR_TABLES)},
     )
     return [str(name) for name in rows.scalars()]
 
@@ -161,7 +179,8 @@ def _reference_tables(connection: Connection, sessions: list[str]) -> list[str]:
         text("SELECT relname FROM pg_class WHERE relname = ANY(:names) AND relkind = 'r'"),
         {"names": list(REFERENCE_TABLES)},
     )
-    return sorted({str(name) for name in referenced.scalars()} | set(named.scalars()))
+    found = {str(name) for name in referenced.scalars()} | set(named.scalars())
+    return sorted(found - set(COORDINATOR_TABLES))
 
 
 def _check_cluster(connection: Connection) -> int:
@@ -480,7 +499,11 @@ class KeptDistributed:
             event.remove(Table, "after_create", self._after_create)
 
     def _before_create(self, table: Table, connection: Connection, **_: Any) -> None:
-        if connection is not self.connection or DISTRIBUTION_COLUMN not in table.c:
+        if (
+            connection is not self.connection
+            or DISTRIBUTION_COLUMN not in table.c
+            or table.name in COORDINATOR_TABLES
+        ):
             return
         # Created with keys to the sharded sessions and to a reference table, the table
         # could be neither local nor distributed: the keys come once it is distributed.
