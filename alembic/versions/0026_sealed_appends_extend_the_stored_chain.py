@@ -1,4 +1,4 @@
-"""A sealed append extends only the content hash stored, or is refused.
+"""A sealed append extends only the content hash stored; rotation deletes keys safely.
 
 Revision ID: 0026
 Revises: 0025
@@ -14,9 +14,22 @@ writer extended is refused, nothing written, with the session's version, count a
 as any other refusal (``ctxstore_append_v5`` on): the writer resumes the chain stored and
 tries again, and its caller sees no conflict.  The fast path checks it in its UPDATE (so a
 rotation committing while the UPDATE waits for the row is seen); the slower path locks the
-session row first, in v6's lock order (the user's lock, the session id's, then the row),
-so the hash can't move between the check and v6's own UPDATE.  The signature and results
-are v7's: processes of the previous release get the fix too.
+session row first (before v6's lock on the session id: the fast path's UPDATE may already
+hold the row), so the hash can't move between the check and v6's own UPDATE.  The
+signature and results are v7's: processes of the previous release get the fix too.
+
+Its rows must be sealed under a key the session may hold, its own or its user's
+(``ctxstore_require_session_keys_v1``, where v7 checked only that the keys exist): a
+writer whose cache still names the owner of a session that expired or was deleted, and
+was started afresh for someone else, is refused as if its key were destroyed, forgets its
+keys and seals again, instead of leaving a row the session's reads refuse.
+
+``ctxstore_delete_unused_retired_keys_v1``, the end of a rotation, assumed writers seal
+under current keys only; a writer's cache may hold a retired one, and a row it committed
+between the lookup of keys in use and the DELETE failed the whole rotation on the foreign
+key.  It now locks the retired keys first (a writer's commit checks its key under a share
+lock: one that committed before is seen in use; one after finds its key gone and seals
+again, ``DataKeyDestroyedError``), and counts the LangGraph tables' rows as uses too.
 """
 
 from __future__ import annotations
@@ -45,6 +58,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_added integer := cardinality(p_rows);
     v_sealed boolean := (p_rows[1]).key_id IS NOT NULL;
+    v_user text;
     -- variables, not now() in the CASE: Citus refuses non-IMMUTABLE functions there
     v_first timestamptz := coalesce(p_first_ts, now());
     v_last timestamptz := coalesce(p_last_ts, now());
@@ -76,7 +90,7 @@ BEGIN
            AND (NOT v_sealed OR s.message_count = 0
                 OR (s.message_count = p_known_count
                     AND s.content_hash IS NOT DISTINCT FROM p_known_hash))
-        RETURNING s.message_count - v_added, s.version INTO start, version;
+        RETURNING s.message_count - v_added, s.version, s.user_id INTO start, version, v_user;
         IF FOUND THEN
             INSERT INTO messages (session_id, seq, role, content, turn_id, ts, ts_offset,
                                   name, metadata, digest, token_count, format_version,
@@ -87,8 +101,9 @@ BEGIN
                    m.ts_nanos
               FROM unnest(p_rows) AS m;
             IF v_sealed THEN
-                PERFORM ctxstore_require_keys_v1(
-                    ARRAY(SELECT m.key_id FROM unnest(p_rows) AS m), 'messages');
+                PERFORM ctxstore_require_session_keys_v1(
+                    ARRAY(SELECT m.key_id FROM unnest(p_rows) AS m), p_session_id, v_user,
+                    'messages');
             END IF;
             IF cardinality(p_write_ids) > 0 THEN
                 INSERT INTO applied_session_writes (session_id, write_id)
@@ -99,10 +114,9 @@ BEGIN
         END IF;
     END IF;
     IF v_sealed AND p_expected IS DISTINCT FROM 0 THEN
-        -- The row locked in v6's order, so that its hash stays what is checked here.
-        IF p_user_id IS NOT NULL THEN
-            PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore session ' || p_session_id, 0));
-        END IF;
+        -- The row locked, so that its hash stays what is checked here until v6 extends it.
+        -- Before v6's lock on the session id, as the UPDATE above may already hold the row
+        -- (a row it waited for and then found changed stays locked): one order, no deadlock.
         SELECT s.version, s.message_count, s.content_hash,
                NOT (s.expires_at IS NULL OR s.expires_at > now())
           INTO current_version, current_count, current_hash, current_expired
@@ -152,24 +166,104 @@ BEGIN
                ARRAY(SELECT m.ts_nanos FROM unnest(p_rows) WITH ORDINALITY AS m
                       ORDER BY m.ordinality),
                p_write_ids) AS a;
+    IF version IS NOT NULL AND v_sealed THEN  -- a session v6 created, or extended
+        PERFORM ctxstore_require_session_keys_v1(
+            ARRAY(SELECT m.key_id FROM unnest(p_rows) AS m), p_session_id,
+            (SELECT s.user_id FROM sessions AS s WHERE s.session_id = p_session_id),
+            'messages');
+    END IF;
+END
+$$"""
+
+# Not p_session_id: Citus would distribute it by that argument, and it runs inside calls
+# already on the session's worker.
+REQUIRE_SESSION_KEYS = """
+CREATE FUNCTION ctxstore_require_session_keys_v1(p_key_ids bigint[], p_session text,
+    p_user text, p_table text)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM unnest(p_key_ids) AS k(key_id)
+                WHERE k.key_id IS NOT NULL
+                  AND NOT EXISTS (SELECT FROM data_keys AS d
+                                   WHERE d.key_id = k.key_id
+                                     AND d.owner IN ('s:' || p_session, 'u:' || p_user))) THEN
+        -- as ctxstore_require_keys_v1: the writer forgets its keys and seals again
+        RAISE EXCEPTION 'a data key this write was sealed under was destroyed, or is not '
+                        'the session''s (%)', 'fk_' || p_table || '_key_id_data_keys'
+            USING ERRCODE = 'foreign_key_violation',
+                  CONSTRAINT = 'fk_' || p_table || '_key_id_data_keys';
+    END IF;
+END
+$$"""
+
+PRIVILEGES = """
+DO $$
+DECLARE
+    v_owner text := (SELECT role_name FROM ctxstore_roles WHERE kind = 'owner');
+    v_app text := (SELECT role_name FROM ctxstore_roles WHERE kind = 'app');
+    v_function text := 'ctxstore_require_session_keys_v1(bigint[], text, text, text)';
+BEGIN
+    EXECUTE 'REVOKE ALL ON FUNCTION ' || v_function || ' FROM PUBLIC';
+    IF v_app IS NOT NULL THEN
+        EXECUTE 'GRANT EXECUTE ON FUNCTION ' || v_function || ' TO ' || quote_ident(v_app);
+    END IF;
+    IF v_owner IS NOT NULL THEN
+        EXECUTE 'ALTER FUNCTION ' || v_function || ' OWNER TO ' || quote_ident(v_owner);
+    END IF;
 END
 $$"""
 
 
-def _previous_append() -> str:
-    """0025's ``ctxstore_append_v7``, as that landed revision wrote it."""
-    path = Path(__file__).with_name("0025_append_v7_one_array_of_rows.py")
-    spec = importlib.util.spec_from_file_location("ctxstore_revision_0025", path)
+DELETE_UNUSED_RETIRED_KEYS = """
+CREATE OR REPLACE FUNCTION ctxstore_delete_unused_retired_keys_v1()
+RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+DECLARE
+    v_retired bigint[];
+    v_used bigint[];
+BEGIN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    v_retired := ARRAY(SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL
+                        ORDER BY key_id FOR UPDATE);
+    IF cardinality(v_retired) = 0 THEN
+        RETURN;
+    END IF;
+    -- a new statement, a new snapshot: every row committed before the lock
+    v_used := ARRAY(
+        SELECT key_id FROM messages WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM summaries WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM consultation_states WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM consultation_state_history WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM user_profiles WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM graph_channel_values WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM graph_writes WHERE key_id = ANY(v_retired));
+    RETURN QUERY
+        DELETE FROM data_keys
+         WHERE key_id = ANY(v_retired) AND key_id <> ALL(v_used)
+        RETURNING key_id;
+END
+$$"""
+
+
+def _as_landed(filename: str, name: str) -> str:
+    """A landed revision's SQL ``name`` (a module attribute, or a key of its FUNCTIONS),
+    as CREATE OR REPLACE: what the downgrade restores."""
+    spec = importlib.util.spec_from_file_location(filename, Path(__file__).with_name(filename))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return str(module.APPEND).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+    text = getattr(module, name, None) or module.FUNCTIONS[name]
+    return str(text).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
-# CREATE OR REPLACE keeps the function's owner and grants.
+# CREATE OR REPLACE keeps each function's owner and grants.
 def upgrade() -> None:
+    op.execute(REQUIRE_SESSION_KEYS)
+    op.execute(PRIVILEGES)
     op.execute(APPEND)
+    op.execute(DELETE_UNUSED_RETIRED_KEYS)
 
 
 def downgrade() -> None:
-    op.execute(_previous_append())
+    op.execute(_as_landed("0025_append_v7_one_array_of_rows.py", "APPEND"))
+    op.execute(_as_landed("0011_writes_as_functions.py", "ctxstore_delete_unused_retired_keys_v1"))
+    op.execute("DROP FUNCTION ctxstore_require_session_keys_v1")

@@ -9,8 +9,15 @@ every current key (writers then create fresh ones; a writer still holding a reti
 its cache seals under it for up to ``Encryption.cache_seconds``).  Then, session by
 session (SKIP LOCKED: sessions being written wait for the next run), every row sealed
 under a retired key, or still in plaintext, is sealed again under the owner's current
-key; then the profiles; last, retired keys no row refers to are deleted.  While retired
-keys remain, a rerun continues that rotation instead of starting another.
+key; then the profiles; last, retired keys no row refers to are deleted (locked first: a
+writer whose cache still seals under one either committed before, and the key stays, or
+finds it gone at commit and seals again).  While retired keys remain, a rerun continues
+that rotation instead of starting another.
+
+Writers never notice it: the versions don't move (no content changes), and an append that
+extends the content hash it knew, rewritten here since, is refused by the database and
+resumed from the stored one (revision 0026).  A session holding a row under a key it may
+not hold (moved to another user in SQL) is listed, not sealed again.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from ctxstore.errors import CorruptDataError
 from ctxstore.models import full_digest
 from ctxstore.progress import Progress
 from ctxstore.storage.postgres import PostgresStorage, rows, sql
-from ctxstore.storage.postgres.keys import DataKeys, session_owner, user_owner
+from ctxstore.storage.postgres.keys import DataKeys, SessionOwners, session_owner, user_owner
 from ctxstore.storage.postgres.statement import Driver
 
 
@@ -184,8 +191,9 @@ async def _reencrypt_sessions(
                 sid = session["session_id"]
                 owner = user_owner(session["user_id"]) if session["user_id"] else session_owner(sid)
                 key = await keys.current(driver, owner)
+                owners = SessionOwners(sid, session["user_id"])
                 try:
-                    report.rows += await _reseal_session(driver, keys, key, sid)
+                    report.rows += await _reseal_session(driver, keys, key, owners)
                 except CorruptDataError:
                     report.refused.append(f"session {sid!r}")
         if not batch:
@@ -199,17 +207,23 @@ async def _reencrypt_sessions(
         progress.finish()
 
 
-async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str) -> int:
-    """Seal every message, summary and state row of ``sid`` under ``key``; rows resealed.
-    Everything is opened (CorruptDataError: a row the encryption refuses) before the
-    first row is written."""
+async def _reseal_session(
+    driver: Driver, keys: DataKeys, key: DataKey, owners: SessionOwners
+) -> int:
+    """Seal every message, summary and state row of the session under ``key``; rows
+    resealed.  Everything is opened (CorruptDataError: a row the encryption refuses, or
+    one under a key the session may not hold, which sealing again would launder) before
+    the first row is written."""
+    sid = owners.session_id
     found = await sql.SESSION_MESSAGES.fetch(driver, sid=sid)
-    opened = rows.open_messages(found, await keys.load(driver, rows.sealed_key_ids(found)), sid)
+    keyed = await keys.load(driver, rows.sealed_key_ids(found), owners)
+    opened = rows.open_messages(found, keyed, sid)
     summaries = await sql.SESSION_SUMMARIES.fetch(driver, sid=sid)
-    loaded = await keys.load(driver, {r["key_id"] for r in summaries if r["key_id"] is not None})
+    summary_keys = {r["key_id"] for r in summaries if r["key_id"] is not None}
+    loaded = await keys.load(driver, summary_keys, owners)
     texts = [(row, rows.summary_from_row(row, sid, loaded).text) for row in summaries]
     states = [
-        (write, row, await _document(driver, keys, row, "state", sid))
+        (write, row, await _document(driver, keys, row, "state", sid, owners))
         for read, write in sql.STATE_STATEMENTS.values()
         for row in await read.fetch(driver, sid=sid)
     ]
@@ -249,11 +263,18 @@ async def _reseal_session(driver: Driver, keys: DataKeys, key: DataKey, sid: str
     return count
 
 
-async def _document(driver: Driver, keys: DataKeys, row: Any, kind: str, owner_id: str) -> bytes:
+async def _document(
+    driver: Driver,
+    keys: DataKeys,
+    row: Any,
+    kind: str,
+    owner_id: str,
+    owners: SessionOwners | None = None,
+) -> bytes:
     if row["key_id"] is None:
         rows.refuse_plaintext(keys.loaded, kind, owner_id)
         return json.dumps(row["document"], ensure_ascii=False).encode("utf-8")
-    old = (await keys.load(driver, {row["key_id"]}))[row["key_id"]]
+    old = (await keys.load(driver, {row["key_id"]}, owners))[row["key_id"]]
     session_id = owner_id if kind != "profile" else None
     aad = opening_aad(row["sealed"], kind, owner_id, row["version"])
     return old.open(row["sealed"], aad, session_id=session_id)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Collection, Coroutine, Iterable
+from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ctxstore import telemetry
 from ctxstore.encryption import DataKey, Encryption, KeyProvider, OpenedKeys, new_data_key
-from ctxstore.errors import DataKeyDestroyedError, EncryptionKeyError
+from ctxstore.errors import CorruptDataError, DataKeyDestroyedError, EncryptionKeyError
 from ctxstore.retry import Retry
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.postgres.statement import Driver
@@ -29,6 +30,34 @@ def user_owner(user_id: str) -> str:
 
 def session_owner(session_id: str) -> str:
     return f"s:{session_id}"
+
+
+@dataclass(frozen=True)
+class SessionOwners:
+    """Whose data keys a session's rows may be sealed under: the session's own, and its
+    user's once it has one (a session saved without a user may be given one later).
+
+    A key's owner is bound to it by its wrapping (the master key's associated data), so
+    a session whose user was changed in SQL, or a key given to another owner, shows here
+    as a row under a key the session may not hold."""
+
+    session_id: str
+    user_id: str | None
+
+    def hold(self, owner: str) -> bool:
+        return owner == session_owner(self.session_id) or (
+            self.user_id is not None and owner == user_owner(self.user_id)
+        )
+
+    def check(self, key_id: int, owner: str) -> None:
+        if self.hold(owner):
+            return
+        whose = "its user's" if self.user_id is not None else "its own (it has no user)"
+        raise CorruptDataError(
+            f"a row is sealed under data key {key_id}, which is not {whose}: the session "
+            "was moved to another user, or the key to another owner, outside ctxstore",
+            session_id=self.session_id,
+        )
 
 
 class DataKeys:
@@ -93,11 +122,16 @@ class DataKeys:
             self._session_owners[session_id] = owner
         return await self.current(driver, owner)
 
-    async def load(self, driver: Driver, key_ids: Iterable[int]) -> OpenedKeys:
-        """Every key of ``key_ids`` unwrapped; EncryptionKeyError naming any that is gone."""
+    async def load(
+        self, driver: Driver, key_ids: Collection[int], owners: SessionOwners | None = None
+    ) -> OpenedKeys:
+        """Every key of ``key_ids`` unwrapped; EncryptionKeyError naming any that is gone,
+        CorruptDataError for one ``owners`` may not hold (checked before unwrapping)."""
         missing = [key_id for key_id in key_ids if key_id not in self._by_id]
         if missing:
             for row in await sql.DATA_KEYS_BY_ID.fetch(driver, ids=missing):
+                if owners is not None:
+                    owners.check(int(row["key_id"]), row["owner"])
                 await self.unwrap(row)
             gone = sorted(key_id for key_id in missing if key_id not in self._by_id)
             if gone:
@@ -105,7 +139,18 @@ class DataKeys:
                     f"data key(s) {', '.join(map(str, gone))} no longer exist: what was "
                     "sealed under them was erased (crypto-shredded) and can't be read"
                 )
+        if owners is not None:
+            self.check_owners(key_ids, owners)
         return self._by_id
+
+    def check_owners(self, key_ids: Iterable[int], owners: SessionOwners) -> None:
+        """CorruptDataError if a loaded key of ``key_ids`` is not one ``owners`` may hold."""
+        for key_id in key_ids:
+            owners.check(key_id, self._by_id[key_id].owner)
+
+    def forget_session(self, session_id: str) -> None:
+        """The session is gone (expired, deleted): a new one of that id may be another's."""
+        self._session_owners.pop(session_id, None)
 
     def peek(self, session_id: str, user_id: str | None) -> DataKey | None:
         """The session's key from the cache alone (None: ask ``for_session``)."""

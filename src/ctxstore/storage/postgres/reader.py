@@ -17,11 +17,13 @@ from ctxstore.formats.messages import rows_to_messages
 from ctxstore.models import ConsultationState, Message, Summary, UserProfile, Versioned
 from ctxstore.storage.base import SessionHead, SnapshotMoved, StoredMessage, WindowHint
 from ctxstore.storage.postgres import rows, sql
+from ctxstore.storage.postgres.keys import SessionOwners
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.tokens import untimed_label
 
-#: Loads the data keys a read needs, on the given connection (PostgresStorage._keys_for).
-KeyLoader = Callable[[set[int], Driver], Awaitable[rows.Keys | None]]
+#: Loads the data keys a read needs, on the given connection, each checked against the
+#: owners given (PostgresStorage._keys_for).
+KeyLoader = Callable[[set[int], Driver, SessionOwners | None], Awaitable[rows.Keys | None]]
 #: Begins the reader's transaction (PostgresStorage._reader).
 Begin = Callable[[], Awaitable[None]]
 #: A document head() did not read with the session's head.
@@ -70,10 +72,16 @@ class PostgresSessionReader:
                     raise SnapshotMoved(self.session_id)
         return self._driver
 
-    async def _keys(self, key_ids: set[int]) -> rows.Keys | None:
+    async def _keys(self, key_ids: set[int], *, of_session: bool = True) -> rows.Keys | None:
+        """The keys of ``key_ids``; ``of_session``: rows of the session, whose keys must be
+        its own or its user's (the head says who that is: read first if it wasn't)."""
         if self._load_keys is None or not key_ids:
             return None
-        return await self._load_keys(key_ids, await self._snapshot())
+        owners = None
+        if of_session:
+            head = self._head if self._head is not None else await self.head()
+            owners = SessionOwners(self.session_id, head.user_id)
+        return await self._load_keys(key_ids, await self._snapshot(), owners)
 
     async def _open(self, found: list[Any]) -> list[Message]:
         keys = await self._keys(rows.sealed_key_ids(found))
@@ -141,7 +149,8 @@ class PostgresSessionReader:
             row = await sql.CURRENT_PROFILE.fetchrow(await self._snapshot(), user_id=user_id)
         if row is None:
             return None
-        keys = await self._keys({row["key_id"]} - {None})
+        # a profile's seal binds its user id: it is no row of the session
+        keys = await self._keys({row["key_id"]} - {None}, of_session=False)
         return rows.profile_from_row(row, user_id, keys)
 
     def _head_user(self) -> str | None:

@@ -464,6 +464,7 @@ def document_key_id(row: Any) -> int | None:
 def summary_from_row(row: Any, session_id: str, keys: Keys | None = None) -> Summary:
     fields = dict(row)
     key_id, sealed = fields.pop("key_id", None), fields.pop("sealed", None)
+    fields.pop("user_id", None)  # the session's, read beside it to check its key's owner
     if key_id is None:
         refuse_plaintext(keys, "summary", session_id)
     else:

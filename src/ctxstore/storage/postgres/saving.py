@@ -10,10 +10,12 @@ from datetime import timedelta
 from typing import Any
 
 from ctxstore.encryption import DataKey
+from ctxstore.errors import DataKeyDestroyedError
 from ctxstore.models import Message, full_digest
 from ctxstore.storage import rules
 from ctxstore.storage.knowledge import Known, StoredList
 from ctxstore.storage.postgres import rows, sql
+from ctxstore.storage.postgres.keys import SessionOwners, user_owner
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.storage.rules import NEW_SESSION, Limits
 from ctxstore.storage.write_ids import carried
@@ -133,6 +135,12 @@ async def append_if_unchanged(
     return int(version) if version is not None else None
 
 
+class PurgeFirst(Exception):
+    """The save found its session expired, and its key may have been that session's (its
+    own key, destroyed by the purge, or its user's): purge it on its own, choose the key
+    again, then save (nothing was written)."""
+
+
 @dataclass(frozen=True)
 class LockedSave:
     """One save in ``driver``'s transaction, with the storage's rules."""
@@ -158,7 +166,9 @@ class LockedSave:
         if user_id is not None:  # before any row lock: the erasure's lock order
             await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
         # An expired session is a missing one: its old content goes first.
-        await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
+        purged = await sql.PURGE_IF_EXPIRED.fetchval(driver, sid=session_id)
+        if purged and key is not None and (user_id is None or key.owner != user_owner(user_id)):
+            raise PurgeFirst(session_id)
         stored = None
         # Lock the row, or create it.  Neither may find it: created concurrently (then
         # wait for its lock like any other save) and deleted again before that: once more.
@@ -185,6 +195,13 @@ class LockedSave:
                     session_id, await current_version(driver, session_id), expected
                 )
         rules.check_owner(session_id, stored["user_id"], user_id)  # the row is locked
+        if key is not None and not SessionOwners(session_id, stored["user_id"]).hold(key.owner):
+            # This process's cache named the owner of a session that has since expired or
+            # been deleted and started afresh: sealed again under the right key.
+            raise DataKeyDestroyedError(
+                f"save to {session_id!r}: sealed under a key the session does not hold "
+                "(it was started afresh for another owner); nothing was written"
+            )
         stored_count = stored["message_count"]
         prefix_hash, hasher = prefix_and_total_hash(digests, min(stored_count, target), key)
         same_prefix = stored_count <= target and prefix_hash == stored["content_hash"]

@@ -43,7 +43,13 @@ from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
 from ctxstore.storage.postgres import chained, documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections, Undo
 from ctxstore.storage.postgres.erasure import backups_after_erasure, vacuum_after_erasure
-from ctxstore.storage.postgres.keys import DataKeys, resealed_if_key_destroyed, user_owner
+from ctxstore.storage.postgres.keys import (
+    DataKeys,
+    SessionOwners,
+    resealed_if_key_destroyed,
+    session_owner,
+    user_owner,
+)
 from ctxstore.storage.postgres.reader import PostgresSessionReader
 from ctxstore.storage.postgres.replica import WrittenMarks, head_of, recorded
 from ctxstore.storage.postgres.rewrite import write_back_messages
@@ -146,24 +152,37 @@ class PostgresStorage(Store):
         async with self._connections.call("data key") as driver:
             return await self._keys.for_session(driver, session_id, user_id)
 
+    async def _key_after_purge(self, session_id: str, user_id: str | None) -> DataKey | None:
+        """The key for a session id whose expired session was just purged: its own key
+        went with it, and the owner this process knew was the old session's."""
+        if self._keys is None:
+            return None
+        self._keys.forget([], [session_owner(session_id)])
+        self._keys.forget_session(session_id)
+        return await self._session_key(session_id, user_id)
+
     async def _user_key(self, user_id: str) -> DataKey | None:
         if self._keys is None:
             return None
         async with self._connections.call("data key") as driver:
             return await self._keys.current(driver, user_owner(user_id))
 
-    async def _keys_for(self, key_ids: set[int], driver: Driver | None = None) -> rows.Keys | None:
+    async def _keys_for(
+        self, key_ids: set[int], driver: Driver | None = None, owners: SessionOwners | None = None
+    ) -> rows.Keys | None:
         """Every key a read needs, unwrapped (None: encryption off; sealed rows then fail
-        with EncryptionKeyError when opened)."""
+        with EncryptionKeyError when opened); with ``owners``, each one they may hold."""
         if self._keys is None:
             return None
         loaded = self._keys.loaded
         if key_ids <= loaded.keys():
+            if owners is not None:
+                self._keys.check_owners(key_ids, owners)
             return loaded
         if driver is not None:
-            return await self._keys.load(driver, key_ids)
+            return await self._keys.load(driver, key_ids, owners)
         async with self._connections.call("data keys") as own:
-            return await self._keys.load(own, key_ids)
+            return await self._keys.load(own, key_ids, owners)
 
     @classmethod
     def from_url(
@@ -315,18 +334,38 @@ class PostgresStorage(Store):
             if whole is None:
                 whole = located.messages()
                 digests = rows.digests_of(whole, self.limits)
-            async with self._connections.call("save") as driver, driver.transaction():
-                locked = saving.LockedSave(
-                    driver, self.limits, self.token_counter, self.ttl, self._keys_for
-                )
-                version, hasher = await locked.run(
+            try:
+                version, hasher = await self._locked_save(
                     session_id, whole, digests, expected, user_id, key
                 )
-                await self._record_writes(driver, session_id)
+            except saving.PurgeFirst:
+                async with self._connections.call("save") as driver:
+                    await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
+                key = await self._key_after_purge(session_id, user_id)
+                version, hasher = await self._locked_save(
+                    session_id, whole, digests, expected, user_id, key
+                )
             self.knowledge.after_write(
                 session_id, rows.known_after_write(version, whole, digests, hasher, located)
             )
             return version
+
+    async def _locked_save(
+        self,
+        session_id: str,
+        whole: list[Message],
+        digests: list[bytes],
+        expected: int | None,
+        user_id: str | None,
+        key: DataKey | None,
+    ) -> tuple[int, saving.Hasher]:
+        async with self._connections.call("save") as driver, driver.transaction():
+            locked = saving.LockedSave(
+                driver, self.limits, self.token_counter, self.ttl, self._keys_for
+            )
+            found = await locked.run(session_id, whole, digests, expected, user_id, key)
+            await self._record_writes(driver, session_id)
+        return found
 
     # -- journal write ids (storage/write_ids.py) ---------------------------------------------
 
@@ -502,7 +541,11 @@ class PostgresStorage(Store):
         found = await self._connections.read("load", "fetch", sql.LOAD_SESSION, sid=session_id)
         keys = None
         if found:
-            keys = await self._keys_for(rows.needed_key_ids(found, found[0]["content_hash"]))
+            head = found[0]
+            keys = await self._keys_for(
+                rows.needed_key_ids(found, head["content_hash"]),
+                owners=SessionOwners(session_id, head["user_id"]),
+            )
         messages = self._messages_from(found, session_id, keys)
         if self._upgrade_on_load and messages:
             await self._write_back(session_id, found, messages)
@@ -530,6 +573,8 @@ class PostgresStorage(Store):
     ) -> History:
         if not found:
             self.knowledge.forget(session_id)
+            if self._keys is not None:
+                self._keys.forget_session(session_id)
             return History()
         head = found[0]
         if self._keys is not None:
@@ -574,7 +619,10 @@ class PostgresStorage(Store):
         found = await self._connections.read(
             "newest", "fetch", sql.NEWEST_OF_SESSION, sid=session_id, limit=limit
         )
-        keys = await self._keys_for(rows.sealed_key_ids(found)) if found else None
+        keys = None
+        if found:
+            owners = SessionOwners(session_id, found[0]["user_id"])
+            keys = await self._keys_for(rows.sealed_key_ids(found), owners=owners)
         opened = rows.open_messages(found[::-1], keys, session_id)
         return rows_to_messages(opened, session_id=session_id)
 
@@ -629,7 +677,7 @@ class PostgresStorage(Store):
             )
         if row is None:
             return None
-        keys = await self._keys_for({row["key_id"]} - {None})
+        keys = await self._keys_for({row["key_id"]} - {None}, owners=_owners(session_id, row))
         return rows.summary_from_row(row, session_id, keys)
 
     # -- consultation state -------------------------------------------------------------------
@@ -649,13 +697,15 @@ class PostgresStorage(Store):
         )
         if row is None:
             return None
-        return rows.state_from_row(row, session_id, await self._keys_for({row["key_id"]} - {None}))
+        keys = await self._keys_for({row["key_id"]} - {None}, owners=_owners(session_id, row))
+        return rows.state_from_row(row, session_id, keys)
 
     async def _state_history(self, session_id: str) -> list[StateChange]:
         found = await self._connections.read(
             "state_history", "fetch", sql.STATE_HISTORY, sid=session_id
         )
-        keys = await self._keys_for({row["key_id"] for row in found} - {None})
+        needed = {row["key_id"] for row in found} - {None}
+        keys = await self._keys_for(needed, owners=_owners(session_id, found[0])) if found else None
         return [rows.state_change_from_row(row, session_id, keys) for row in found]
 
     # -- user profiles --------------------------------------------------------------------------
@@ -816,7 +866,7 @@ class PostgresStorage(Store):
                 for row in (summary, state, profile)
                 if (key_id := rows.document_key_id(row)) is not None
             }
-            keys = await self._keys_for(needed, driver)
+            keys = await self._keys_for(needed, driver, SessionOwners(session_id, user_id))
         versioned_state = rows.state_from_row(state, session_id, keys) if state else None
         versioned_profile = rows.profile_from_row(profile, user_id, keys) if profile else None
         return SessionSnapshot(
@@ -831,3 +881,8 @@ class PostgresStorage(Store):
             profile=versioned_profile.value if versioned_profile else None,
             profile_version=versioned_profile.version if versioned_profile else 0,
         )
+
+
+def _owners(session_id: str, row: Any) -> SessionOwners:
+    """The owners a session's row may be sealed for, by the user the read found."""
+    return SessionOwners(session_id, row["user_id"])

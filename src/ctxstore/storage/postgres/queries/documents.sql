@@ -12,20 +12,21 @@ SELECT s.message_count,
       OR s.expires_at > now());
 
 -- name: latest_summary --
--- Latest summary.
-SELECT summary_version, text, covers_until, token_count, format_version, created_at,
-    key_id, sealed FROM summaries
- WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid
-     AND (s.expires_at IS NULL
-     OR s.expires_at > now())) ORDER BY summary_version DESC LIMIT 1;
+-- Latest summary, and the user of its session (whose keys may seal it).
+SELECT m.summary_version, m.text, m.covers_until, m.token_count, m.format_version,
+       m.created_at, m.key_id, m.sealed, s.user_id
+  FROM summaries AS m JOIN sessions AS s ON s.session_id = m.session_id
+ WHERE m.session_id = :sid AND s.session_id = :sid
+   AND (s.expires_at IS NULL OR s.expires_at > now())
+ ORDER BY m.summary_version DESC LIMIT 1;
 
 -- name: summary_at --
--- Summary at.
-SELECT summary_version, text, covers_until, token_count, format_version, created_at,
-    key_id, sealed FROM summaries
- WHERE session_id = :sid AND summary_version = :summary_version AND EXISTS (SELECT
-     FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL
-     OR s.expires_at > now()));
+-- A summary version, and the user of its session.
+SELECT m.summary_version, m.text, m.covers_until, m.token_count, m.format_version,
+       m.created_at, m.key_id, m.sealed, s.user_id
+  FROM summaries AS m JOIN sessions AS s ON s.session_id = m.session_id
+ WHERE m.session_id = :sid AND s.session_id = :sid AND m.summary_version = :summary_version
+   AND (s.expires_at IS NULL OR s.expires_at > now());
 
 -- name: write_state --
 -- A state version and its history row: (version, updated_at), both NULL when refused (state_facts says why).
@@ -41,18 +42,20 @@ SELECT (SELECT version FROM consultation_states WHERE session_id = :sid) AS vers
       OR s.expires_at > now());
 
 -- name: current_state --
--- Current state.
-SELECT document, format_version, version, updated_at, key_id, sealed
-  FROM consultation_states WHERE session_id = :sid AND EXISTS (SELECT FROM sessions AS s
-      WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now()));
+-- Current state, and the user of its session.
+SELECT c.document, c.format_version, c.version, c.updated_at, c.key_id, c.sealed, s.user_id
+  FROM consultation_states AS c JOIN sessions AS s ON s.session_id = c.session_id
+ WHERE c.session_id = :sid AND s.session_id = :sid
+   AND (s.expires_at IS NULL OR s.expires_at > now());
 
 -- name: state_history --
--- State history.
-SELECT document, format_version, version, created_at AS updated_at, key_id, sealed
-  FROM consultation_state_history WHERE session_id = :sid AND EXISTS (SELECT
-      FROM sessions AS s WHERE s.session_id = :sid AND (s.expires_at IS NULL
-      OR s.expires_at > now()))
- ORDER BY version;
+-- State history, each row with the user of its session.
+SELECT h.document, h.format_version, h.version, h.created_at AS updated_at, h.key_id,
+       h.sealed, s.user_id
+  FROM consultation_state_history AS h JOIN sessions AS s ON s.session_id = h.session_id
+ WHERE h.session_id = :sid AND s.session_id = :sid
+   AND (s.expires_at IS NULL OR s.expires_at > now())
+ ORDER BY h.version;
 
 -- name: write_profile --
 -- A profile version: the new version, NULL when refused (profile_version says why).

@@ -14,8 +14,9 @@ RETURNING key_id, owner, master_key_id, wrapped;
 SELECT key_id, owner, master_key_id, wrapped FROM data_keys WHERE key_id = ANY(:ids);
 
 -- name: session_user --
--- Session user.
-SELECT user_id FROM sessions WHERE session_id = :sid;
+-- The user of a live session (an expired one is a missing one: its next write starts it afresh).
+SELECT user_id FROM sessions AS s
+ WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
 
 -- name: count_to_rewrap --
 -- Count keys to re-wrap.

@@ -156,12 +156,12 @@ SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.nam
  ORDER BY seq DESC LIMIT :limit;
 
 -- name: newest_of_session --
--- Newest of session.
+-- The newest messages of a session, each with the session's user.
 SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
-    m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding
-    FROM messages AS m
- WHERE m.session_id = :sid AND EXISTS (SELECT FROM sessions AS s WHERE s.session_id = :sid
-     AND (s.expires_at IS NULL OR s.expires_at > now()))
+    m.digest, m.format_version, m.key_id, m.sealed, m.token_count, m.token_encoding, s.user_id
+  FROM messages AS m JOIN sessions AS s ON s.session_id = m.session_id
+ WHERE m.session_id = :sid AND s.session_id = :sid
+   AND (s.expires_at IS NULL OR s.expires_at > now())
  ORDER BY m.seq DESC LIMIT :limit;
 
 -- name: newest_within --
