@@ -1,8 +1,9 @@
 """A history of writers and readers beside `rotate-keys --reencrypt`, SIGKILLed and rerun.
 
-Eight writers each own four sealed sessions (so what each acknowledged write leaves is
-known exactly) and append turns, save whole lists they loaded earlier (often before a
-rotation started), write states and summaries; two readers load any session.  Meanwhile
+Eight writers each own four sealed sessions and a profile (so what each acknowledged
+write leaves is known exactly) and append turns, save whole lists they loaded earlier
+(often before a rotation started), write states, summaries and profiles; two readers
+load any session; an eraser keeps creating a user's session and profile and erasing it.  Meanwhile
 the master key moves from k1 to k2 and ``ctxstore rotate-keys --reencrypt`` runs as a
 subprocess: SIGKILLed partway, run to the end, twice.  Afterwards a last quiet run retires
 what is left, and every session must open with k2 alone, hold every acknowledged write,
@@ -29,7 +30,7 @@ from sqlalchemy import URL
 
 from ctxstore import ConflictError, CtxStoreError, Message, PostgresStorage
 from ctxstore.encryption import Encryption, Keyring
-from ctxstore.models import ConsultationState
+from ctxstore.models import ConsultationState, UserProfile
 
 WRITERS = 8
 SESSIONS_PER_WRITER = 4
@@ -57,6 +58,8 @@ class HistoryResult:
     conflicts: int = 0  # typed refusals: allowed, nothing written
     reads: int = 0
     read_errors: list[str] = field(default_factory=list)
+    erasures: int = 0
+    erasure_leftovers: list[str] = field(default_factory=list)  # users with something left
     rotations_killed: int = 0
     rotations_finished: int = 0
     lost: list[str] = field(default_factory=list)
@@ -68,7 +71,8 @@ class HistoryResult:
         return (
             f"{self.acknowledged:,} acknowledged writes, {len(self.failed)} failed, "
             f"{self.conflicts} conflicts, {self.reads:,} reads ({len(self.read_errors)} "
-            f"errors), rotations: {self.rotations_killed} killed, {self.rotations_finished} "
+            f"errors), {self.erasures} erasures ({len(self.erasure_leftovers)} incomplete), "
+            f"rotations: {self.rotations_killed} killed, {self.rotations_finished} "
             f"finished; lost {len(self.lost)}, unreadable {len(self.unreadable)}, rows under "
             f"old keys {self.stale_keys}, keys under the old master key "
             f"{self.keys_under_old_master}"
@@ -91,6 +95,8 @@ class Writer:
     def __init__(self, storage: PostgresStorage, owned: list[Owned], seed: int) -> None:
         self.storage, self.owned, self.rng = storage, owned, random.Random(seed)
         self.count = 0
+        self.user = next(o.user_id for o in owned if o.user_id is not None)
+        self.age: int | None = None  # of the user's profile, as acknowledged
 
     async def step(self, result: HistoryResult) -> None:
         session = self.rng.choice(self.owned)
@@ -106,7 +112,11 @@ class Writer:
                 session.messages = [*session.messages, *added]
             elif roll < 0.75:
                 await self._save_held(session, tag)
-            elif roll < 0.9:
+            elif roll < 0.82:
+                age = self.rng.randrange(18, 90)
+                await self.storage.save_profile(self.user, UserProfile(age=age))
+                self.age = age
+            elif roll < 0.92:
                 stage = self.rng.choice(["triage", "history", "advice"])
                 await self.storage.save_state(session.session_id, ConsultationState(stage=stage))
                 session.stage = stage
@@ -144,6 +154,8 @@ class Writer:
         session.stage = state.value.stage if state is not None else None
         session.summary = summary.text if summary is not None else None
         session.held = None
+        profile = await self.storage.load_profile(self.user)
+        self.age = profile.value.age if profile is not None else None
 
 
 async def read_forever(
@@ -159,6 +171,25 @@ async def read_forever(
         except CtxStoreError as error:
             result.read_errors.append(f"{session_id}: {error!r}")
         await asyncio.sleep(0)
+
+
+async def erase_until(stop: asyncio.Event, storage: PostgresStorage, result: HistoryResult) -> None:
+    """A user's session and profile made and erased, again and again: nothing may stay."""
+    while not stop.is_set():
+        user = f"leaving{result.erasures}"
+        await storage.save(user, turn(random.Random(user), user), user_id=user)
+        await storage.save_profile(user, UserProfile(age=50))
+        await storage.erase_user(user, vacuum=False)
+        async with storage.driver() as driver:
+            left = await driver.fetchval(
+                "SELECT (SELECT count(*) FROM sessions WHERE user_id = $1)"
+                " + (SELECT count(*) FROM user_profiles WHERE user_id = $1)"
+                " + (SELECT count(*) FROM data_keys WHERE owner = 'u:' || $1)",
+                user,
+            )
+        if left:
+            result.erasure_leftovers.append(user)
+        result.erasures += 1
 
 
 async def write_until(stop: asyncio.Event, writer: Writer, result: HistoryResult) -> None:
@@ -230,12 +261,11 @@ async def run_history(url: URL, *, seed_value: int = 0, rotations: int = 2) -> H
     result = HistoryResult()
     async with PostgresStorage.from_url(url, encryption=both) as probe, probe.driver() as driver:
         keys_before = [row[0] for row in await driver.fetch("SELECT key_id FROM data_keys")]
-    stores = [PostgresStorage.from_url(url, encryption=both) for _ in range(WRITERS + READERS)]
+    stores = [PostgresStorage.from_url(url, encryption=both) for _ in range(WRITERS + READERS + 1)]
     ids, stop = [o.session_id for mine in owned for o in mine], asyncio.Event()
-    writers = [
-        asyncio.create_task(write_until(stop, Writer(stores[w], owned[w], seed_value + w), result))
-        for w in range(WRITERS)
-    ]
+    made = [Writer(stores[w], owned[w], seed_value + w) for w in range(WRITERS)]
+    writers = [asyncio.create_task(write_until(stop, writer, result)) for writer in made]
+    writers.append(asyncio.create_task(erase_until(stop, stores[-1], result)))
     readers = [
         asyncio.create_task(read_forever(stores[WRITERS + r], ids, seed_value + r, result))
         for r in range(READERS)
@@ -257,13 +287,13 @@ async def run_history(url: URL, *, seed_value: int = 0, rotations: int = 2) -> H
         for store in stores:
             await store.close()
     await rotation.to_the_end()  # the writers' retired keys, now that they are gone
-    await verify(url, new, owned, keys_before, result)
+    await verify(url, new, owned, made, keys_before, result)
     return result
 
 
 async def verify(
-    url: URL, new: dict[str, bytes], owned: list[list[Owned]], keys_before: list[int],
-    result: HistoryResult,
+    url: URL, new: dict[str, bytes], owned: list[list[Owned]], writers: list[Writer],
+    keys_before: list[int], result: HistoryResult,
 ) -> None:  # fmt: skip
     """Every session opens with the new master key alone and holds what was acknowledged."""
     alone = Encryption(Keyring(new))
@@ -283,8 +313,16 @@ async def verify(
                 result.lost.append(f"{sid}: state {state!r}, acked {session.stage!r}")
             if (summary.text if summary else None) != session.summary:
                 result.lost.append(f"{sid}: summary {summary!r}, acked {session.summary!r}")
+        for writer in writers:
+            try:
+                profile = await cold.load_profile(writer.user)
+            except CtxStoreError as error:
+                result.unreadable.append(f"profile of {writer.user}: {error!r}")
+                continue
+            if (profile.value.age if profile else None) != writer.age:
+                result.lost.append(f"profile of {writer.user}: {profile!r}, acked {writer.age}")
         async with cold.driver() as driver:
-            for table in ("messages", "summaries", "consultation_states"):
+            for table in ("messages", "summaries", "consultation_states", "user_profiles"):
                 result.stale_keys += await driver.fetchval(
                     f"SELECT count(*) FROM {table} WHERE key_id = ANY($1::bigint[])", keys_before
                 )
@@ -309,7 +347,10 @@ def main(argv: list[str] | None = None) -> None:
                 result = asyncio.run(run_history(server.create(name, template), seed_value=run))
             finally:
                 server.drop(name)
-            problems = [*result.lost, *result.unreadable, *result.read_errors, *result.failed]
+            problems = [
+                *result.lost, *result.unreadable, *result.read_errors, *result.failed,
+                *(f"erasure left data of {user}" for user in result.erasure_leftovers),
+            ]  # fmt: skip
             failures += bool(problems or result.stale_keys or result.keys_under_old_master)
             seconds = time.monotonic() - started
             print(f"run {run + 1}: {result.line()} ({seconds:.0f} s)", flush=True)

@@ -121,3 +121,4 @@ async def test_writers_and_readers_beside_killed_and_rerun_rotations_lose_nothin
     assert not result.lost and not result.unreadable, result.line()
     assert not result.read_errors and not result.failed, result.line()
     assert result.stale_keys == 0 and result.keys_under_old_master == 0, result.line()
+    assert result.erasures > 0 and not result.erasure_leftovers, result.line()
