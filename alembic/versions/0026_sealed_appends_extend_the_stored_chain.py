@@ -167,10 +167,10 @@ BEGIN
                       ORDER BY m.ordinality),
                p_write_ids) AS a;
     IF version IS NOT NULL AND v_sealed THEN  -- a session v6 created, or extended
+        -- a statement of its own: Citus runs it on the session's shard, not as a subquery
+        SELECT s.user_id INTO v_user FROM sessions AS s WHERE s.session_id = p_session_id;
         PERFORM ctxstore_require_session_keys_v1(
-            ARRAY(SELECT m.key_id FROM unnest(p_rows) AS m), p_session_id,
-            (SELECT s.user_id FROM sessions AS s WHERE s.session_id = p_session_id),
-            'messages');
+            ARRAY(SELECT m.key_id FROM unnest(p_rows) AS m), p_session_id, v_user, 'messages');
     END IF;
 END
 $$"""
