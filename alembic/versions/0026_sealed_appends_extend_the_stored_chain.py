@@ -13,9 +13,10 @@ Now a sealed append (its rows carry a key id) to a session whose hash is not the
 writer extended is refused, nothing written, with the session's version, count and hash,
 as any other refusal (``ctxstore_append_v5`` on): the writer resumes the chain stored and
 tries again, and its caller sees no conflict.  The fast path checks it in its UPDATE (so a
-rotation committing while the UPDATE waits for the row is seen); the slower path locks the
-session row first (before v6's lock on the session id: the fast path's UPDATE may already
-hold the row), so the hash can't move between the check and v6's own UPDATE.  The
+rotation committing while the UPDATE waits for the row is seen); the slower path refuses
+from a plain read where it can (a refusal stays read-only: no lock, no commit to flush),
+else locks the session row and checks again (before v6's lock on the session id: the fast
+path's UPDATE may already hold the row), so the hash can't move before v6's UPDATE.  The
 signature and results are v7's: processes of the previous release get the fix too.
 
 Its rows must be sealed under a key the session may hold, its own or its user's
@@ -59,6 +60,7 @@ DECLARE
     v_added integer := cardinality(p_rows);
     v_sealed boolean := (p_rows[1]).key_id IS NOT NULL;
     v_user text;
+    v_pass integer;
     -- variables, not now() in the CASE: Citus refuses non-IMMUTABLE functions there
     v_first timestamptz := coalesce(p_first_ts, now());
     v_last timestamptz := coalesce(p_last_ts, now());
@@ -114,19 +116,29 @@ BEGIN
         END IF;
     END IF;
     IF v_sealed AND p_expected IS DISTINCT FROM 0 THEN
-        -- The row locked, so that its hash stays what is checked here until v6 extends it.
-        -- Before v6's lock on the session id, as the UPDATE above may already hold the row
-        -- (a row it waited for and then found changed stays locked): one order, no deadlock.
-        SELECT s.version, s.message_count, s.content_hash,
-               NOT (s.expires_at IS NULL OR s.expires_at > now())
-          INTO current_version, current_count, current_hash, current_expired
-          FROM sessions AS s WHERE s.session_id = p_session_id
-           FOR NO KEY UPDATE;
-        IF FOUND AND current_count > 0 AND NOT current_expired
-           AND (current_count IS DISTINCT FROM p_known_count
-                OR current_hash IS DISTINCT FROM p_known_hash) THEN
-            RETURN;  -- refused, nothing written: the writer resumes the chain stored
-        END IF;
+        -- Refused as it stands, read only (a refusal writes nothing, not even a lock).
+        -- Else locked and read again, so that its hash stays what is checked here until
+        -- v6 extends it: before v6's lock on the session id, as the UPDATE above may
+        -- already hold the row (one it waited for, then found changed): one lock order.
+        FOR v_pass IN 1..2 LOOP
+            IF v_pass = 1 THEN
+                SELECT s.version, s.message_count, s.content_hash,
+                       NOT (s.expires_at IS NULL OR s.expires_at > now())
+                  INTO current_version, current_count, current_hash, current_expired
+                  FROM sessions AS s WHERE s.session_id = p_session_id;
+            ELSE
+                SELECT s.version, s.message_count, s.content_hash,
+                       NOT (s.expires_at IS NULL OR s.expires_at > now())
+                  INTO current_version, current_count, current_hash, current_expired
+                  FROM sessions AS s WHERE s.session_id = p_session_id
+                   FOR NO KEY UPDATE;
+            END IF;
+            IF FOUND AND current_count > 0 AND NOT current_expired
+               AND (current_count IS DISTINCT FROM p_known_count
+                    OR current_hash IS DISTINCT FROM p_known_hash) THEN
+                RETURN;  -- refused, nothing written: the writer resumes the chain stored
+            END IF;
+        END LOOP;
         current_version := NULL;
         current_count := NULL;
         current_hash := NULL;
