@@ -541,11 +541,8 @@ class PostgresStorage(Store):
         found = await self._connections.read("load", "fetch", sql.LOAD_SESSION, sid=session_id)
         keys = None
         if found:
-            head = found[0]
-            keys = await self._keys_for(
-                rows.needed_key_ids(found, head["content_hash"]),
-                owners=SessionOwners(session_id, head["user_id"]),
-            )
+            needed = rows.needed_key_ids(found, found[0]["content_hash"])
+            keys = await self._keys_for(needed, owners=_owners(session_id, found[0]))
         messages = self._messages_from(found, session_id, keys)
         if self._upgrade_on_load and messages:
             await self._write_back(session_id, found, messages)
@@ -621,8 +618,9 @@ class PostgresStorage(Store):
         )
         keys = None
         if found:
-            owners = SessionOwners(session_id, found[0]["user_id"])
-            keys = await self._keys_for(rows.sealed_key_ids(found), owners=owners)
+            keys = await self._keys_for(
+                rows.sealed_key_ids(found), owners=_owners(session_id, found[0])
+            )
         opened = rows.open_messages(found[::-1], keys, session_id)
         return rows_to_messages(opened, session_id=session_id)
 
