@@ -19,11 +19,12 @@ else locks the session row and checks again (before v6's lock on the session id:
 path's UPDATE may already hold the row), so the hash can't move before v6's UPDATE.  The
 signature and results are v7's: processes of the previous release get the fix too.
 
-Its rows must be sealed under a key the session may hold, its own or its user's
-(``ctxstore_require_session_keys_v1``, where v7 checked only that the keys exist): a
-writer whose cache still names the owner of a session that expired or was deleted, and
-was started afresh for someone else, is refused as if its key were destroyed, forgets its
-keys and seals again, instead of leaving a row the session's reads refuse.
+Its rows must be sealed under a key the session may hold, its own or its user's, where v7
+checked only that the keys exist (in its own body: a call begun before a downgrade finds
+nothing it needs dropped).  A writer whose cache still names the owner of a session that
+expired or was deleted, and was started afresh for someone else, is refused as if its key
+were destroyed, forgets its keys and seals again, instead of leaving a row the session's
+reads refuse.
 
 ``ctxstore_delete_unused_retired_keys_v1``, the end of a rotation, assumed writers seal
 under current keys only; a writer's cache may hold a retired one, and a row it committed
@@ -102,129 +103,102 @@ BEGIN
                    m.token_count, m.format_version, m.token_encoding, m.key_id, m.sealed,
                    m.ts_nanos
               FROM unnest(p_rows) AS m;
-            IF v_sealed THEN
-                PERFORM ctxstore_require_session_keys_v1(
-                    ARRAY(SELECT m.key_id FROM unnest(p_rows) AS m), p_session_id, v_user,
-                    'messages');
-            END IF;
             IF cardinality(p_write_ids) > 0 THEN
                 INSERT INTO applied_session_writes (session_id, write_id)
                 SELECT p_session_id, w::uuid FROM unnest(p_write_ids) AS w
                 ON CONFLICT DO NOTHING;
             END IF;
-            RETURN;
         END IF;
     END IF;
-    IF v_sealed AND p_expected IS DISTINCT FROM 0 THEN
-        -- Refused as it stands, read only (a refusal writes nothing, not even a lock).
-        -- Else locked and read again, so that its hash stays what is checked here until
-        -- v6 extends it: before v6's lock on the session id, as the UPDATE above may
-        -- already hold the row (one it waited for, then found changed): one lock order.
-        FOR v_pass IN 1..2 LOOP
-            IF v_pass = 1 THEN
-                SELECT s.version, s.message_count, s.content_hash,
-                       NOT (s.expires_at IS NULL OR s.expires_at > now())
-                  INTO current_version, current_count, current_hash, current_expired
-                  FROM sessions AS s WHERE s.session_id = p_session_id;
-            ELSE
-                SELECT s.version, s.message_count, s.content_hash,
-                       NOT (s.expires_at IS NULL OR s.expires_at > now())
-                  INTO current_version, current_count, current_hash, current_expired
-                  FROM sessions AS s WHERE s.session_id = p_session_id
-                   FOR NO KEY UPDATE;
-            END IF;
-            IF FOUND AND current_count > 0 AND NOT current_expired
-               AND (current_count IS DISTINCT FROM p_known_count
-                    OR current_hash IS DISTINCT FROM p_known_hash) THEN
-                RETURN;  -- refused, nothing written: the writer resumes the chain stored
-            END IF;
-        END LOOP;
-        current_version := NULL;
-        current_count := NULL;
-        current_hash := NULL;
-        current_expired := NULL;
-    END IF;
-    -- A new session, one that can't take the messages, another user's, or a race: v6.
-    SELECT a.start, a.version, a.current_version, a.current_count, a.current_hash,
-           a.current_expired
-      INTO start, version, current_version, current_count, current_hash, current_expired
-      FROM ctxstore_append_v6(p_session_id, p_expected, p_user_id, p_ttl, p_max_messages,
-               p_known_count, p_known_hash, p_added_hash, p_extended_hash, p_turns,
-               p_first_ts, p_last_ts,
-               ARRAY(SELECT m.seq FROM unnest(p_rows) WITH ORDINALITY AS m ORDER BY m.ordinality),
-               ARRAY(SELECT m.role FROM unnest(p_rows) WITH ORDINALITY AS m ORDER BY m.ordinality),
-               ARRAY(SELECT m.content FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.turn_id FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.ts FROM unnest(p_rows) WITH ORDINALITY AS m ORDER BY m.ordinality),
-               ARRAY(SELECT m.ts_offset FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.name FROM unnest(p_rows) WITH ORDINALITY AS m ORDER BY m.ordinality),
-               ARRAY(SELECT m.metadata::jsonb FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.digest FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.token_count FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.format_version FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.token_encoding FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.key_id FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.sealed FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               ARRAY(SELECT m.ts_nanos FROM unnest(p_rows) WITH ORDINALITY AS m
-                      ORDER BY m.ordinality),
-               p_write_ids) AS a;
-    IF version IS NOT NULL AND v_sealed THEN  -- a session v6 created, or extended
+    IF version IS NULL THEN
+        IF v_sealed AND p_expected IS DISTINCT FROM 0 THEN
+            -- Refused as it stands, read only (a refusal writes nothing, not even a
+            -- lock).  Else locked and read again, so that its hash stays what is checked
+            -- here until v6 extends it: before v6's lock on the session id, as the UPDATE
+            -- above may already hold the row (one it waited for, then found changed).
+            FOR v_pass IN 1..2 LOOP
+                IF v_pass = 1 THEN
+                    SELECT s.version, s.message_count, s.content_hash,
+                           NOT (s.expires_at IS NULL OR s.expires_at > now())
+                      INTO current_version, current_count, current_hash, current_expired
+                      FROM sessions AS s WHERE s.session_id = p_session_id;
+                ELSE
+                    SELECT s.version, s.message_count, s.content_hash,
+                           NOT (s.expires_at IS NULL OR s.expires_at > now())
+                      INTO current_version, current_count, current_hash, current_expired
+                      FROM sessions AS s WHERE s.session_id = p_session_id
+                       FOR NO KEY UPDATE;
+                END IF;
+                IF FOUND AND current_count > 0 AND NOT current_expired
+                   AND (current_count IS DISTINCT FROM p_known_count
+                        OR current_hash IS DISTINCT FROM p_known_hash) THEN
+                    RETURN;  -- refused, nothing written: the writer resumes the stored chain
+                END IF;
+            END LOOP;
+            current_version := NULL;
+            current_count := NULL;
+            current_hash := NULL;
+            current_expired := NULL;
+        END IF;
+        -- A new session, one that can't take the messages, another user's, or a race: v6.
+        SELECT a.start, a.version, a.current_version, a.current_count, a.current_hash,
+               a.current_expired
+          INTO start, version, current_version, current_count, current_hash, current_expired
+          FROM ctxstore_append_v6(p_session_id, p_expected, p_user_id, p_ttl,
+                   p_max_messages, p_known_count, p_known_hash, p_added_hash,
+                   p_extended_hash, p_turns, p_first_ts, p_last_ts,
+                   ARRAY(SELECT m.seq FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.role FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.content FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.turn_id FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.ts FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.ts_offset FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.name FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.metadata::jsonb FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.digest FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.token_count FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.format_version FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.token_encoding FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.key_id FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.sealed FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.ts_nanos FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   p_write_ids) AS a;
+        IF version IS NULL OR NOT v_sealed THEN
+            RETURN;  -- refused (nothing written), or plaintext: nothing more to check
+        END IF;
         -- a statement of its own: Citus runs it on the session's shard, not as a subquery
         SELECT s.user_id INTO v_user FROM sessions AS s WHERE s.session_id = p_session_id;
-        PERFORM ctxstore_require_session_keys_v1(
-            ARRAY(SELECT m.key_id FROM unnest(p_rows) AS m), p_session_id, v_user, 'messages');
     END IF;
-END
-$$"""
-
-# Not p_session_id: Citus would distribute it by that argument, and it runs inside calls
-# already on the session's worker.
-REQUIRE_SESSION_KEYS = """
-CREATE FUNCTION ctxstore_require_session_keys_v1(p_key_ids bigint[], p_session text,
-    p_user text, p_table text)
-RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    IF EXISTS (SELECT FROM unnest(p_key_ids) AS k(key_id)
-                WHERE k.key_id IS NOT NULL
-                  AND NOT EXISTS (SELECT FROM data_keys AS d
-                                   WHERE d.key_id = k.key_id
-                                     AND d.owner IN ('s:' || p_session, 'u:' || p_user))) THEN
-        -- as ctxstore_require_keys_v1: the writer forgets its keys and seals again
+    -- The keys exist and are the session's own or its user's; else, as a destroyed key
+    -- (the writer forgets its keys and seals again).  Checked here, not in a function of
+    -- its own: a call begun before a downgrade must not find it dropped.
+    IF v_sealed AND EXISTS (
+        SELECT FROM unnest(p_rows) AS m
+         WHERE NOT EXISTS (SELECT FROM data_keys AS d
+                            WHERE d.key_id = m.key_id
+                              AND d.owner IN ('s:' || p_session_id, 'u:' || v_user))) THEN
         RAISE EXCEPTION 'a data key this write was sealed under was destroyed, or is not '
-                        'the session''s (%)', 'fk_' || p_table || '_key_id_data_keys'
+                        'the session''s (fk_messages_key_id_data_keys)'
             USING ERRCODE = 'foreign_key_violation',
-                  CONSTRAINT = 'fk_' || p_table || '_key_id_data_keys';
+                  CONSTRAINT = 'fk_messages_key_id_data_keys';
     END IF;
 END
 $$"""
-
-PRIVILEGES = """
-DO $$
-DECLARE
-    v_owner text := (SELECT role_name FROM ctxstore_roles WHERE kind = 'owner');
-    v_app text := (SELECT role_name FROM ctxstore_roles WHERE kind = 'app');
-    v_function text := 'ctxstore_require_session_keys_v1(bigint[], text, text, text)';
-BEGIN
-    EXECUTE 'REVOKE ALL ON FUNCTION ' || v_function || ' FROM PUBLIC';
-    IF v_app IS NOT NULL THEN
-        EXECUTE 'GRANT EXECUTE ON FUNCTION ' || v_function || ' TO ' || quote_ident(v_app);
-    END IF;
-    IF v_owner IS NOT NULL THEN
-        EXECUTE 'ALTER FUNCTION ' || v_function || ' OWNER TO ' || quote_ident(v_owner);
-    END IF;
-END
-$$"""
-
 
 DELETE_UNUSED_RETIRED_KEYS = """
 CREATE OR REPLACE FUNCTION ctxstore_delete_unused_retired_keys_v1()
@@ -269,8 +243,6 @@ def _as_landed(filename: str, name: str) -> str:
 
 # CREATE OR REPLACE keeps each function's owner and grants.
 def upgrade() -> None:
-    op.execute(REQUIRE_SESSION_KEYS)
-    op.execute(PRIVILEGES)
     op.execute(APPEND)
     op.execute(DELETE_UNUSED_RETIRED_KEYS)
 
@@ -278,4 +250,3 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute(_as_landed("0025_append_v7_one_array_of_rows.py", "APPEND"))
     op.execute(_as_landed("0011_writes_as_functions.py", "ctxstore_delete_unused_retired_keys_v1"))
-    op.execute("DROP FUNCTION ctxstore_require_session_keys_v1")

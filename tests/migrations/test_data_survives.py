@@ -919,3 +919,50 @@ def test_sealed_appends_of_0026_resume_a_chain_rotated_under_sessions_of_0025(
     counts = "SELECT session_id, message_count FROM sessions ORDER BY session_id"
     assert asyncio.run(rows(url, counts)) == [("at-0025", 4), ("at-0026", 4)]
     migrations.upgrade(url, "head")
+
+
+def test_0026_applies_and_goes_back_under_eight_sealed_writers(empty_database_url: URL) -> None:
+    """0026 replaces functions only (no table is locked, rewritten or scanned): eight
+    writers appending to sealed sessions across its upgrade and downgrade lose and fail
+    nothing."""
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
+
+    url = empty_database_url
+    migrations.upgrade(url, "0025")
+    encryption = Encryption(Keyring({"k": os.urandom(32)}))
+
+    async def write_across(*steps: Callable[[], None]) -> tuple[list[int], list[str]]:
+        stop, acknowledged, failed = asyncio.Event(), [0] * 8, []
+
+        async def writer(number: int, storage: PostgresStorage) -> None:
+            while not stop.is_set():
+                turn = [Message(role="user", content=f"第{acknowledged[number]}问")]
+                try:
+                    await storage.append(f"w{number}", turn, user_id=f"u{number}")
+                    acknowledged[number] += 1
+                except CtxStoreError as error:
+                    failed.append(repr(error))
+
+        stores = [PostgresStorage.from_url(url, encryption=encryption) for _ in range(8)]
+        tasks = [asyncio.create_task(writer(n, s)) for n, s in enumerate(stores)]
+        try:
+            for step in steps:
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(step)
+            await asyncio.sleep(0.3)
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+            for number, storage in enumerate(stores):
+                assert len(await storage.load(f"w{number}")) == acknowledged[number]
+                await storage.close()
+        return acknowledged, failed
+
+    acknowledged, failed = asyncio.run(
+        write_across(
+            lambda: migrations.upgrade(url, "0026"),
+            lambda: migrations.downgrade(url, "0025"),
+            lambda: migrations.upgrade(url, "0026"),
+        )
+    )
+    assert failed == [] and min(acknowledged) > 0
