@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import os
 import random
 import signal
@@ -218,9 +219,10 @@ class Rotation:
         try:
             await asyncio.wait_for(process.wait(), seconds)
         except TimeoutError:
-            process.send_signal(signal.SIGKILL)
-            await process.wait()
-            return True
+            with contextlib.suppress(ProcessLookupError):  # it may end as the time is up
+                process.send_signal(signal.SIGKILL)
+            if await process.wait() == -signal.SIGKILL:
+                return True
         await self._check(process)
         return False
 
