@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTHON_FOR_VENV := $(shell PYTHON='$(PYTHON)' scripts/pick-python)
 
-.PHONY: demo test test-slow test-all lint format check docs bench clean venv-check
+.PHONY: demo test test-slow test-all lint lint-migrations format check docs bench clean venv-check
 
 # A venv built by another version than PYTHON names would quietly run that other version.
 venv-check:
@@ -61,16 +61,26 @@ test-slow: venv-check $(STAMP)
 test-all: venv-check $(STAMP)
 	$(BIN)/pytest -n $(TEST_WORKERS)
 
-## ruff, mypy --strict and the import contracts (lint-imports).
+# Python files ruff checks and formats (scripts/lint-migrations has no .py to be found by).
+RUFF_PATHS := src tests benchmarks alembic scripts/lint-migrations
+
+## ruff, mypy --strict, the import contracts (lint-imports) and the migrations' SQL
+## (lint-migrations).
 lint: venv-check $(STAMP)
-	$(BIN)/ruff check src tests benchmarks alembic
-	$(BIN)/ruff format --check src tests benchmarks alembic
+	$(BIN)/ruff check $(RUFF_PATHS)
+	$(BIN)/ruff format --check $(RUFF_PATHS)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory lint-migrations
+
+## squawk on the SQL of every revision after the 1.0 baseline (.squawk.toml); squawk
+## comes from scripts/install-squawk (.ci/run runs it), PostgreSQL as the tests find one.
+lint-migrations: venv-check $(STAMP)
+	$(BIN)/python scripts/lint-migrations
 
 format: venv-check $(STAMP)
-	$(BIN)/ruff format src tests benchmarks alembic
-	$(BIN)/ruff check --fix src tests benchmarks alembic
+	$(BIN)/ruff format $(RUFF_PATHS)
+	$(BIN)/ruff check --fix $(RUFF_PATHS)
 
 check: lint test
 

@@ -413,14 +413,13 @@ ALTER TABLE analytics_refreshed_days OWNER TO :"owner_role";
 ALTER TABLE ONLY analytics_refreshed_days
     ADD CONSTRAINT pk_analytics_refreshed_days PRIMARY KEY (day);
 
+-- Alembic's own (it creates the table before the first revision runs).
 CREATE TABLE IF NOT EXISTS alembic_version (
-    version_num character varying(32) NOT NULL
+    version_num character varying(32) NOT NULL,
+    CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
 ALTER TABLE alembic_version OWNER TO :"owner_role";
-
-ALTER TABLE ONLY alembic_version
-    ADD CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num);
 
 -- ======================================================================================
 -- References between tables

@@ -28,30 +28,47 @@ BENCH_URL_ENV = "CTXSTORE_BENCH_DATABASE_URL"
 
 
 @contextlib.contextmanager
-def bench_database() -> Iterator[URL]:
-    """A freshly migrated database on $CTXSTORE_BENCH_DATABASE_URL or the embedded server."""
-    embedded = None
+def bench_server() -> Iterator[URL]:
+    """$CTXSTORE_BENCH_DATABASE_URL's server, else an embedded one stopped at the end."""
     explicit = os.environ.get(BENCH_URL_ENV)
     if explicit:
         server = normalize_url(explicit)
-    else:
-        from ctxstore.embedded import EmbeddedPostgres  # noqa: PLC0415
+        print(f"server: {redact(server)} (given)")
+        yield server
+        return
+    from ctxstore.embedded import EmbeddedPostgres  # noqa: PLC0415
 
-        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="ctxstore-bench-")) / "pgdata")
-        server = normalize_url(embedded.start())
+    embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="ctxstore-bench-")) / "pgdata")
+    server = normalize_url(embedded.start())
+    print(f"server: {redact(server)} (embedded)")
+    try:
+        yield server
+    finally:
+        embedded.stop()
+
+
+@contextlib.contextmanager
+def scratch_database(server: URL, revision: str | None = "head") -> Iterator[URL]:
+    """A new database on ``server`` migrated to ``revision`` (None: left empty), dropped
+    at the end with the roles its migrations created."""
     name = f"ctxstore_bench_{uuid.uuid4().hex[:8]}"
     url = asyncio.run(create_database(server, name))
-    print(f"server: {redact(server)} ({'given' if explicit else 'embedded'})")
     try:
-        migrations.upgrade(url)
+        if revision is not None:
+            migrations.upgrade(url, revision)
         yield url
     finally:
         asyncio.run(drop_database(server, name))
         # Roles are cluster-wide and named after the database (db/roles.py): drop them too.
         owner = derived_role_names(name, load_settings()).owner
         asyncio.run(drop_roles_with_prefix(server, owner.rsplit("_", 1)[0]))
-        if embedded is not None:
-            embedded.stop()
+
+
+@contextlib.contextmanager
+def bench_database() -> Iterator[URL]:
+    """A freshly migrated database on $CTXSTORE_BENCH_DATABASE_URL or the embedded server."""
+    with bench_server() as server, scratch_database(server) as url:
+        yield url
 
 
 async def seeded_and_analyzed(storage: Any, sessions: int) -> Any:

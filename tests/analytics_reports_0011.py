@@ -1,6 +1,6 @@
 """The reports' SQL as it was before revision 0012 made each report a SECURITY DEFINER
-function: the views read directly, the window a WHERE.  What the functions must answer
-exactly (tests/migrations) and the baseline of benchmarks/bench_analytics_definer.py."""
+function: the views read directly, the window a WHERE.  benchmarks/bench_analytics.py
+prints their plans (a plan of the function call itself would show only a function scan)."""
 
 from __future__ import annotations
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-from sqlalchemy import URL
+from sqlalchemy import URL, text
 
 from ctxstore.db import migrations
 from ctxstore.db.admin import create_database, drop_database
-from ctxstore.db.engine import normalize_url, redact
+from ctxstore.db.engine import create_engine, normalize_url, redact
 from ctxstore.db.roles import PREFIX_ENV
 
 TEST_URL_ENV = "CTXSTORE_TEST_DATABASE_URL"
@@ -165,3 +165,13 @@ def build_template(server: PgTestServer) -> str:
     url = server.create(name)
     migrations.upgrade(url)
     return name
+
+
+async def rows(url: URL, sql: str) -> list[tuple[object, ...]]:
+    """The rows of one query on ``url`` (a connection of its own)."""
+    engine = create_engine(url, pooled=False)
+    try:
+        async with engine.connect() as conn:
+            return [tuple(row) for row in await conn.execute(text(sql))]
+    finally:
+        await engine.dispose()

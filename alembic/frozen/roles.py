@@ -1,5 +1,5 @@
-"""Frozen for revisions 0004, 0008 and 0009: what they used of ctxstore.db.roles,
-ctxstore.db.admin and ctxstore.errors, as it ran when they were frozen.
+"""Frozen for the 1.0 baseline (as for the pre-release revisions 0004, 0008 and 0009 it
+replaced): what it uses of ctxstore.db.roles, ctxstore.db.admin and ctxstore.errors.
 
 A landed revision must do years later what it did on release, so it imports no ctxstore
 module and reads no environment variable: this copy is theirs, never edited (a later
@@ -8,8 +8,8 @@ configuration (``config.attributes["revision_settings"]``, filled by ctxstore's 
 ctxstore.db.migrations, from ctxstore's settings or ``alembic -x`` arguments):
 
 - ``role_names``: the database's owner, app and analytics roles;
-- ``adopt_existing_roles``: take over existing roles that fail the check anyway (0008);
-- ``analytics_min_group_size``: the small-cell suppression threshold 0008 records;
+- ``adopt_existing_roles``: take over existing roles that fail the check anyway;
+- ``analytics_min_group_size``: the small-cell suppression threshold the baseline records;
 
 and from ``config.attributes["migration_error"]`` the exception class a refusal raises
 (ctxstore's MigrationError).
@@ -55,7 +55,7 @@ def _setting(name: str) -> Any:
     settings = op.get_context().config.attributes.get("revision_settings")
     if settings is None:
         raise RuntimeError(
-            "revisions 0004, 0008 and 0009 read their settings from config.attributes"
+            "the baseline revision reads its settings from config.attributes"
             "['revision_settings']: run the migrations through ctxstore (ctxstore db "
             "upgrade, or alembic with ctxstore's env.py)"
         )

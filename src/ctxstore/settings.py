@@ -101,8 +101,8 @@ class Settings(BaseSettings):
     )
     analytics_min_group_size: int = _variable(
         "ANALYTICS_MIN_GROUP_SIZE",
-        "How many consultations a free-text value needs to show in analytics, as revision "
-        "0008 records it (2 to 1,000,000; later: `ctxstore db min-group-size K`).",
+        "How many consultations a free-text value needs to show in analytics, as the "
+        "baseline revision records it (2 to 1,000,000; later: `ctxstore db min-group-size K`).",
         DEFAULT_MIN_GROUP_SIZE,
     )
     backup_retention_days: int | None = _variable(

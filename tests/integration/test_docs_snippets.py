@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import URL
 
-from ctxstore.db.migrations import head_revision
+from ctxstore.db.migrations import alembic_config, head_revision
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
@@ -38,6 +39,7 @@ EXPECTED: dict[tuple[str, int], str] = {
     ("models.md", 0): "o200k_base\nTrue 30\nTrue 4\n",
     ("langgraph.md", 0): "['My knee hurts.', 'Since when? (My knee hurts.)']\n",
     ("production.md", 0): "PostgresStorage\n",
+    ("production.md", 1): "at head True\n",
     ("telemetry.md", 0): "",
 }
 
@@ -45,8 +47,12 @@ EXPECTED: dict[tuple[str, int], str] = {
 #: Shell blocks the suite runs: (page, index) -> a line their output must hold.
 SHELL_RUN: dict[tuple[str, int], str] = {
     ("guide.md", 2): '"consultations": 200',
-    # ``downgrade -1`` from head says where it went: the revision before head
-    ("guide.md", 3): f"{int(head_revision()) - 1:04d}",
+    # ``downgrade -1`` from head says where it went: the head's down_revision, or base
+    ("guide.md", 3): "is at revision "
+    + str(
+        ScriptDirectory.from_config(alembic_config()).get_revision(head_revision()).down_revision
+        or "base"
+    ),
     ("models.md", 0): "recounted",
 }
 #: Shell blocks that deploy something this suite can't be: what each needs.

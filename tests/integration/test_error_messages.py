@@ -8,6 +8,7 @@ never is); bad ports, URLs and options are refused before anything connects.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -15,11 +16,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import URL
+from sqlalchemy import URL, text
 
 from ctxstore import Message, PostgresStorage
 from ctxstore.db import migrations
-from ctxstore.db.engine import DATABASE_URL_ENV
+from ctxstore.db.engine import DATABASE_URL_ENV, create_engine
 from ctxstore.errors import (
     ConfigurationError,
     DatabaseNotFoundError,
@@ -80,14 +81,30 @@ def plain(url: URL) -> str:
 
 @pytest.fixture
 def behind_database_url(pg_server: PgTestServer) -> Iterator[URL]:
-    """A database migrated to 0005, two revisions behind the head."""
+    """A database that records 0.x's revision 0005, far behind the head, and holds none
+    of its tables (the pre-release revisions are gone from the tree since 1.0's squash;
+    the checks read the record, the first call meets the missing tables)."""
     name = pg_server.new_name("behind")
     url = pg_server.create(name)
     try:
-        migrations.upgrade(url, "0005")
+        asyncio.run(record_revision(url, "0005"))
         yield url
     finally:
         pg_server.drop(name)
+
+
+async def record_revision(url: URL, revision: str) -> None:
+    engine = create_engine(url, pooled=False)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(
+                text("CREATE TABLE alembic_version (version_num varchar(32) PRIMARY KEY)")
+            )
+            await connection.execute(
+                text("INSERT INTO alembic_version VALUES (:revision)"), {"revision": revision}
+            )
+    finally:
+        await engine.dispose()
 
 
 @pytest.fixture
@@ -101,7 +118,18 @@ def missing_database_url(pg_server: PgTestServer) -> tuple[URL, str]:
 
 async def test_a_never_migrated_database_says_to_upgrade(empty_database_url: URL) -> None:
     head = migrations.head_revision()
-    async with PostgresStorage.from_url(empty_database_url) as store:
+    # Opened, the store reads the revision and refuses at once: no first write needed.
+    with pytest.raises(SchemaMissingError) as refused:
+        async with PostgresStorage.from_url(empty_database_url):
+            pass
+    said = str(refused.value)
+    assert "no ctxstore schema (no revision)" in said and f"needs revision {head}" in said
+    assert "`ctxstore db upgrade`" in said
+    assert refused.value.details["revision_read"] is True
+    assert refused.value.current_revision is None
+    # Used without being opened, it names the missing table at its first call.
+    store = PostgresStorage.from_url(empty_database_url)
+    try:
         for attempt in (store.save("s", HELLO), store.load("s"), store.save_profile("u", {})):
             with pytest.raises(SchemaMissingError) as caught:
                 await attempt
@@ -112,6 +140,8 @@ async def test_a_never_migrated_database_says_to_upgrade(empty_database_url: URL
             assert "`ctxstore db upgrade`" in message and "`ctxstore db current`" in message
             assert caught.value.head_revision == head
             assert caught.value.details["revision_read"] is False
+    finally:
+        await store.close()
 
 
 def test_the_cli_names_the_missing_schema_and_its_revision(empty_database_url: URL) -> None:
@@ -128,13 +158,23 @@ def test_the_cli_names_the_missing_schema_and_its_revision(empty_database_url: U
 
 
 async def test_a_database_behind_names_both_revisions(behind_database_url: URL) -> None:
-    async with PostgresStorage.from_url(behind_database_url) as store:
+    head = migrations.head_revision()
+    with pytest.raises(SchemaMissingError) as refused:
+        async with PostgresStorage.from_url(behind_database_url):
+            pass
+    said = str(refused.value)
+    assert "at 0.x revision 0005, older than 0026" in said
+    assert f"this ctxstore needs revision {head}" in said and "ctxstore 0.x first" in said
+    assert refused.value.current_revision == "0005"
+    store = PostgresStorage.from_url(behind_database_url)  # not opened: the first call says
+    try:
         with pytest.raises(SchemaMissingError, match=r"SQLSTATE 42(703|P01|883)"):
             await store.save("s", HELLO)
-    head = migrations.head_revision()
+    finally:
+        await store.close()
     for command in (["seed-sample", "--sessions", "1"], ["purge-expired"]):
         line = one_error_line(ctxstore(*command, "--database-url", plain(behind_database_url)))
-        assert f"the database is at revision 0005; this ctxstore needs revision {head}" in line
+        assert "at 0.x revision 0005" in line and f"this ctxstore needs revision {head}" in line
         assert "`ctxstore db upgrade`" in line
 
 

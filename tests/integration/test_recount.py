@@ -16,7 +16,7 @@ from ctxstore.encryption import Encryption, Keyring
 from ctxstore.recount import recount_store
 from ctxstore.tokens import TokenCounter
 from tests.conformance.contract import timed_history
-from tests.migrations.test_data_survives import rows
+from tests.pg_harness import rows
 
 O200K = TokenCounter("o200k_base")
 CL100K = TokenCounter("cl100k_base")

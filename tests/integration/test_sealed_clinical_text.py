@@ -2,8 +2,8 @@
 the analytics counts free text from the cells the owner's refresh stores (revision 0018).
 
 Attacked as the issue did: a stolen backup (every row as text, as the superuser reads
-it), a database writer putting text back, a process of the previous release; and the
-refresh as an operator runs it: with and without the keys, interrupted, after changes.
+it) and a database writer putting text back; and the refresh as an operator runs it: with
+and without the keys, interrupted, after changes.
 """
 
 from __future__ import annotations
@@ -126,45 +126,6 @@ async def test_a_database_writer_cannot_put_free_text_beside_a_sealed_state(
                     f"UPDATE {table} SET {column} = {value} WHERE session_id = $1",
                     session_id,
                 )
-
-
-async def test_the_previous_releases_write_drops_the_free_text_it_seals(
-    sealed: PostgresStorage,
-) -> None:
-    """ctxstore_write_state_v1, as a process of the previous release calls it during a
-    rolling deploy: sealed, the text it sends is counted and dropped."""
-    session_id = await consultation(sealed, D1, 0, clinical())
-    key_id = (await raw(sealed, "SELECT key_id FROM consultation_states"))[0][0]
-    await raw(
-        sealed,
-        "SELECT ctxstore_write_state_v1($1, NULL, 'advising', 'HIV', ARRAY['a', 'b'], "
-        "ARRAY['c'], ARRAY['d'], NULL::smallint, 'a week', 'null'::jsonb, 2::smallint, "
-        "$2::bigint, '\\x00'::bytea)",
-        session_id,
-        key_id,
-    )
-    row = (
-        await raw(
-            sealed,
-            "SELECT chief_complaint, body_parts, duration, body_part_count, has_chief_complaint, "
-            "red_flag_count FROM consultation_states",
-        )
-    )[0]
-    assert tuple(row) == (None, [], None, 2, True, 1)
-    plain = await consultation(sealed, D1, 1, None)
-    await raw(
-        sealed,
-        "SELECT ctxstore_write_state_v1($1, NULL, 'advising', 'HIV', ARRAY['a'], "
-        "ARRAY[]::text[], ARRAY[]::text[], NULL::smallint, NULL, '{}'::jsonb, 2::smallint, "
-        "NULL::bigint, NULL::bytea)",
-        plain,
-    )
-    written = await raw(
-        sealed,
-        "SELECT chief_complaint, body_parts FROM consultation_states WHERE session_id = $1",
-        plain,
-    )
-    assert tuple(written[0]) == ("HIV", ["a"])  # a plaintext row keeps its text, as before
 
 
 async def test_sealing_plaintext_states_drops_their_free_text(

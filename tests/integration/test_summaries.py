@@ -20,7 +20,7 @@ from ctxstore.summaries import Backoff, SummarizeInBackground, SummaryQueue, Sum
 from tests.conformance.contract import timed_history
 from tests.integration.summarizers import LOG_ENV
 from tests.integration.test_telemetry import Exported, exported  # noqa: F401
-from tests.migrations.test_data_survives import rows
+from tests.pg_harness import rows
 
 REPO = Path(__file__).resolve().parents[2]
 KEEP = 4

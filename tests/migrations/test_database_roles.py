@@ -1,9 +1,8 @@
 """Issue 13, item 2: roles that belong to one database.
 
 Two databases on one cluster get different roles, and a login of one can neither connect
-to nor read the other; a database migrated with the shared roles of revision 0004 (as every
-database was before 0008) moves to its own on upgrade, and back down; an existing role is
-taken over only when harmless, unless CTXSTORE_ADOPT_EXISTING_ROLES=1.
+to nor read the other; an existing role is taken over only when harmless, unless
+CTXSTORE_ADOPT_EXISTING_ROLES=1; down to base the roles hold nothing.
 """
 
 from __future__ import annotations
@@ -127,7 +126,7 @@ def as_login(url: URL, login: tuple[str, str], statement: str) -> Any:
 
 
 def seed(url: URL, session_id: str) -> None:
-    """A session with a message and a state, by plain SQL (valid at 0007 and later)."""
+    """A session with a message and a state, by plain SQL."""
     run_sql(
         url,
         f"INSERT INTO sessions (session_id, user_id, message_count) "
@@ -226,77 +225,6 @@ def test_ctxstore_db_roles_prints_the_roles_to_grant(pg_server: PgTestServer) ->
             assert any(line.split()[:2] == [kind, name] for line in result.stdout.splitlines())
 
 
-# -- from the shared roles of 0004 --------------------------------------------------------------
-
-
-def test_databases_on_the_shared_roles_of_0004_move_to_their_own(
-    pg_server: PgTestServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Before 0008 every database took the roles {prefix}_owner/_app/_analytics; that is
-    what setting them explicitly does here."""
-    shared = RoleNames(*(unique(f"shared_{kind}") for kind in ("owner", "app", "analytics")))
-    server = pg_server.url
-    with databases(pg_server, "a", "b") as (a, b):
-        for env, name in zip((OWNER_ENV, APP_ENV, ANALYTICS_ENV), shared.all(), strict=True):
-            monkeypatch.setenv(env, name)
-        migrations.upgrade(a, "0007")
-        # The second database adopting roles that hold A's data: refused now...
-        with pytest.raises(MigrationError) as caught:
-            migrations.upgrade(b, "0007")
-        assert f"holds privileges or owns objects in database {a.database}" in str(caught.value)
-        assert ADOPT_ENV in str(caught.value)
-        assert migrations.current(b) is None  # refused before the first revision
-        # ...as it was silently done before
-        monkeypatch.setenv(ADOPT_ENV, "1")
-        migrations.upgrade(b, "0007")
-        seed(a, "in-a")
-        seed(b, "in-b")
-        with logins(server, shared.app) as (shared_login,):
-            # the bug: a login meant for A reads B
-            assert as_login(b, shared_login, "SELECT content FROM messages") == "secret of in-b"
-
-            for name in (OWNER_ENV, APP_ENV, ANALYTICS_ENV, ADOPT_ENV):
-                monkeypatch.delenv(name)
-            migrations.upgrade(a)
-            own = recorded(a)
-            assert own == role_names(a.database) and not set(own.all()) & set(shared.all())
-            owners = run_sql(
-                a,
-                "SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class "
-                "WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'v')",
-            )[0]
-            assert owners == [(own.owner,)]
-            for role in shared.all():
-                assert not holds_anything_in(server, role, str(a.database)), role
-                assert holds_anything_in(server, role, str(b.database)), role  # B not yet
-            assert "permission denied for database" in refused_connection(a, shared_login)
-            assert as_login(b, shared_login, "SELECT count(*) FROM messages") == 1
-            with logins(server, own.app, own.analytics) as (app_a, analyst_a):
-                assert as_login(a, app_a, "SELECT content FROM messages") == "secret of in-a"
-                assert as_login(a, analyst_a, "SELECT count(*) FROM analytics_consultations") == 1
-
-                migrations.upgrade(b)
-                assert "permission denied for database" in refused_connection(b, shared_login)
-                assert "permission denied for database" in refused_connection(b, app_a)
-
-                # Down: the 0003 views again, PUBLIC's CONNECT back, the data and A's own
-                # roles kept (the shared roles get nothing back).
-                migrations.downgrade(a, "0007")
-                assert as_login(a, app_a, "SELECT content FROM messages") == "secret of in-a"
-                assert as_login(a, shared_login, "SELECT 1") == 1  # CONNECT is PUBLIC's again
-                with pytest.raises(DBAPIError, match="permission denied"):
-                    as_login(a, shared_login, "SELECT content FROM messages")
-                assert (
-                    as_login(a, analyst_a, "SELECT session_id FROM analytics_consultations")
-                    == "in-a"
-                )
-                migrations.upgrade(a)
-                assert recorded(a) == own
-                assert "permission denied for database" in refused_connection(a, shared_login)
-                assert as_login(a, analyst_a, "SELECT count(*) FROM analytics_consultations") == 1
-    drop_roles(server, shared.all())
-
-
 def drop_roles(server: URL, names: tuple[str, ...]) -> None:
     run_sql(server, *(f"DROP ROLE IF EXISTS {quote_identifier(name)}" for name in names))
 
@@ -370,7 +298,7 @@ def test_adopt_existing_roles_takes_over_a_login_role_when_told(
             monkeypatch.setenv(ADOPT_ENV, "1")
             migrations.upgrade(url)
             assert recorded(url).app == role
-            migrations.downgrade(url, "0007")
+            migrations.downgrade(url, "base")
             monkeypatch.setenv(ADOPT_ENV, "maybe")
             with pytest.raises(ConfigurationError, match=f"{ADOPT_ENV}='maybe'"):
                 migrations.upgrade(url)
@@ -392,21 +320,6 @@ def test_harmless_existing_roles_are_adopted_with_their_members(
             assert as_login(url, service, "SELECT count(*) FROM sessions") == 0
 
 
-def test_a_role_turned_login_after_0007_stops_the_upgrade_at_0007(
-    pg_server: PgTestServer,
-) -> None:
-    with databases(pg_server, "turned") as (url,):
-        migrations.upgrade(url, "0007")
-        app = role_names(url.database).app
-        run_sql(url, f"ALTER ROLE {app} LOGIN")
-        with pytest.raises(MigrationError, match=f"'{app}' can log in"):
-            migrations.upgrade(url)
-        assert migrations.current(url) == "0007"
-        run_sql(url, f"ALTER ROLE {app} NOLOGIN")
-        migrations.upgrade(url)
-        assert recorded(url).app == app
-
-
 @pytest.mark.parametrize("bad", ["ctxstore_app\n", "Ctxstore_app", "pg_monitor", "a" * 64, "x y"])
 def test_role_names_from_the_environment_are_checked_whole(
     pg_server: PgTestServer, monkeypatch: pytest.MonkeyPatch, bad: str
@@ -418,15 +331,14 @@ def test_role_names_from_the_environment_are_checked_whole(
         assert migrations.current(url) is None
 
 
-def test_the_min_group_size_comes_from_the_environment_at_0008(
+def test_the_min_group_size_comes_from_the_environment(
     pg_server: PgTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with databases(pg_server, "k") as (url,):
         monkeypatch.setenv(MIN_GROUP_SIZE_ENV, "1")
         with pytest.raises(ConfigurationError, match=f"{MIN_GROUP_SIZE_ENV}='1'"):
             migrations.upgrade(url)
-        # Refused when the settings are read, before the first revision (0008 used to
-        # read the variable itself, after 0001-0007 had run): nothing changed.
+        # Refused when the settings are read, before the baseline runs: nothing changed.
         assert migrations.current(url) is None
         monkeypatch.setenv(MIN_GROUP_SIZE_ENV, "12")
         migrations.upgrade(url)

@@ -134,7 +134,7 @@ def test_two_concurrent_alembic_upgrades_both_succeed(empty_database_url: URL) -
     outputs = [run.communicate(timeout=120)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     assert migrations.current(empty_database_url) == migrations.head_revision()
-    ran = sum(output.count("Running upgrade  -> 0001") for output in outputs)
+    ran = sum(output.count("Running upgrade  -> 1000") for output in outputs)
     assert ran == 1, outputs  # the second waited on the advisory lock, then had nothing to do
 
 
@@ -198,10 +198,8 @@ def test_missing_database_url_is_a_clear_error() -> None:
 
 def test_blocked_ddl_fails_fast_under_lock_timeout(database_url: URL) -> None:
     """A migration waiting on a table lock held by live traffic gives up, not stalls."""
-    # 0008's downgrade locks no table (views, grants, its own tables): start from 0007,
-    # whose downgrade drops a column of sessions.
-    locking = "0007"
-    migrations.downgrade(database_url, locking)
+    # The baseline's downgrade drops sessions and messages: it needs their locks.
+    locking = migrations.head_revision()
 
     async def hold_lock_then_migrate() -> tuple[subprocess.CompletedProcess[str], float]:
         engine = create_engine(database_url, pooled=False)

@@ -1,79 +1,50 @@
-"""``alembic/schema.sql`` is the schema the migrations make, and the pre-release fixture is
-a database exactly as ctxstore 0.x left it (what the 1.0 baseline upgrades from)."""
+"""``alembic/schema.sql`` is the schema the migrations make, and every function at head is
+live or kept by the retirement rule."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import pytest
+from alembic.util import load_python_file
 from sqlalchemy import URL
 
-from ctxstore import Message, PostgresStorage
 from ctxstore.db import migrations
-from ctxstore.encryption import Encryption, Keyring
-from tests.migrations import prerelease_data as data
 from tests.migrations.catalog import differences, snapshot
-from tests.migrations.prerelease import apply_schema_file, plain, restore_prerelease, sqlscript
-from tests.pg_harness import PgTestServer
+from tests.migrations.prerelease import REPO, SCHEMA_FILE, apply_schema_file, plain, sqlscript
 
-#: The retirement rule's list: functions the head revision still holds that neither
-#: ctxstore's code calls nor a live function calls; the release that drops them is 1.0
-#: (its baseline leaves them out: schema.sql has none of them).
-RETIRED_AT_1_0 = [
-    "analytics_durations_v1",
-    "analytics_durations_v2",
-    "analytics_frequencies_v1",
-    "analytics_frequencies_v2",
-    "analytics_funnel_v1",
-    "analytics_overview_v1",
-    "analytics_overview_v2",
-    "analytics_red_flags_v1",
-    "analytics_red_flags_v2",
-    "analytics_transitions_v1",
-    "analytics_value_frequencies",
-    "analytics_value_frequencies_v2",
-    "ctxstore_append_if_unchanged_v1",
-    "ctxstore_append_if_unchanged_v2",
-    "ctxstore_append_v1",
-    "ctxstore_append_v3",
-    "ctxstore_append_v4",
-    "ctxstore_append_v5",
-    "ctxstore_erase_user_sessions_v1",
-    "ctxstore_write_state_v1",
-]
+#: The retirement rule's list: function -> the release that drops it (docs/design.md,
+#: "One live version of each function").  Empty: 1.0 left every old version out.
+KEPT_UNTIL: dict[str, str] = {}
+baseline = load_python_file(str(REPO / "alembic" / "versions"), "1000_baseline.py")
 
 
-@pytest.fixture
-def second_empty_database(pg_server: PgTestServer) -> Iterator[URL]:
-    name = pg_server.new_name("empty")
-    url = pg_server.create(name)
-    yield url
-    pg_server.drop(name)
-
-
-async def drop_functions(url: URL, names: list[str]) -> None:
-    connection = await asyncpg.connect(plain(url))
-    try:
-        for name in names:
-            await connection.execute(f"DROP FUNCTION {name}")
-    finally:
-        await connection.close()
-
-
-def test_the_schema_file_is_the_head_schema_less_the_retired_functions(
+def test_the_migrations_make_the_schema_file(
     empty_database_url: URL, second_empty_database: URL
 ) -> None:
     migrations.upgrade(empty_database_url, "head")
-    asyncio.run(drop_functions(empty_database_url, RETIRED_AT_1_0))
     asyncio.run(apply_schema_file(second_empty_database))
     migrated = asyncio.run(snapshot(plain(empty_database_url)))
     from_file = asyncio.run(snapshot(plain(second_empty_database)))
     assert len(from_file["functions"]) == 22
     assert differences(migrated, from_file) == []
+
+
+def test_the_baseline_reads_the_frozen_copy_once_a_revision_changes_the_schema() -> None:
+    """docs/design.md, "Changing the schema": the baseline creates the schema it landed with,
+    so the first revision after it freezes that file before changing schema.sql."""
+    later = [
+        path for path in (REPO / "alembic" / "versions").glob("*.py") if path.name[:4] > "1000"
+    ]
+    frozen = REPO / "alembic" / "frozen" / "schema-baseline.sql"
+    if later:
+        assert frozen.is_file(), f"{[p.name for p in later]} need {frozen.name}"
+        assert frozen == baseline.SCHEMA_FILE
+    else:
+        assert baseline.SCHEMA_FILE == SCHEMA_FILE
 
 
 def test_the_comparison_sees_a_changed_function_and_a_missing_grant(
@@ -104,63 +75,6 @@ def test_the_comparison_sees_a_changed_function_and_a_missing_grant(
     )
     assert any(line.startswith("functions:") for line in found)
     assert any(line.startswith("relation_grants:") for line in found)
-
-
-def test_the_prerelease_fixture_is_a_database_at_revision_0026(
-    empty_database_url: URL, second_empty_database: URL
-) -> None:
-    """The dump is, catalog for catalog, what 0.x's own migrations make (after the squash
-    it is the only witness of the pre-release schema)."""
-    migrations.upgrade(empty_database_url, "0026")
-    asyncio.run(restore_prerelease(second_empty_database))
-    assert migrations.current(second_empty_database) == "0026"
-    found = differences(
-        asyncio.run(snapshot(plain(empty_database_url))),
-        asyncio.run(snapshot(plain(second_empty_database))),
-    )
-    assert found == []
-
-
-def test_what_0x_wrote_reads_back_and_takes_new_writes(empty_database_url: URL) -> None:
-    url = empty_database_url
-    asyncio.run(restore_prerelease(url))
-    sealing = Encryption(Keyring({data.MASTER_KEY_ID: data.MASTER_KEY}))
-    new_turn = [Message(role="user", content="还是疼", turn_id="t99")]
-
-    async def read_and_write(sealed: bool) -> None:
-        async with PostgresStorage.from_url(url, encryption=sealing if sealed else None) as store:
-            for number in range(data.CONSULTATIONS):
-                session_id = data.session_id(number, sealed=sealed)
-                assert await store.load(session_id) == data.turn(number)
-                state = await store.load_state(session_id)
-                assert state is not None and state.value.stage == "assessing"
-                assert len(await store.state_history(session_id)) == 2
-                found = await store.load_summary(session_id)
-                assert found is not None and found.text == data.summary(number)
-            written = data.session_id(3, sealed=sealed)
-            await store.append(written, new_turn, user_id=data.user_id(3))
-            assert await store.load(written) == [*data.turn(3), *new_turn]
-            applied = await store.applied_writes(data.session_id(1, sealed=sealed), [data.WRITE_ID])
-            assert list(applied) == [data.WRITE_ID]
-
-    asyncio.run(read_and_write(sealed=False))
-    asyncio.run(read_and_write(sealed=True))
-
-    async def plain_extras() -> None:
-        async with PostgresStorage.from_url(url) as store:
-            found = await store.load_profile(data.user_id(4))
-            assert found is not None and found.value.age == 34
-
-    asyncio.run(plain_extras())
-
-    async def cells() -> int:
-        connection = await asyncpg.connect(plain(url))
-        try:
-            return int(await connection.fetchval("SELECT count(*) FROM analytics_value_cells"))
-        finally:
-            await connection.close()
-
-    assert asyncio.run(cells()) == 3
 
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ctxstore"
@@ -198,19 +112,21 @@ def live(functions: dict[str, set[str]], roots: set[str]) -> set[str]:
 
 
 def test_every_function_at_head_is_called_or_kept_by_the_retirement_rule(
-    empty_database_url: URL,
+    database_url: URL,
 ) -> None:
-    """docs/design.md, "One live version of each function": a function at head is called
-    by ctxstore's code (or by a function it calls), or the rule keeps it until a named
-    release drops it."""
-    migrations.upgrade(empty_database_url, "head")
-    functions = asyncio.run(functions_and_callees(empty_database_url))
+    """A function at head is called by ctxstore's code (or by a function it calls), or
+    the retirement rule keeps it until a named release drops it."""
+    functions = asyncio.run(functions_and_callees(database_url))
     called = called_by_src()
     assert "ctxstore_append_v7" in called and "analytics_overview_v3" in called
-    unaccounted = set(functions) - live(functions, called) - set(RETIRED_AT_1_0)
+    unaccounted = set(functions) - live(functions, called) - set(KEPT_UNTIL)
     assert not unaccounted, f"neither called nor kept by the retirement rule: {unaccounted}"
-    kept_but_called = set(RETIRED_AT_1_0) & live(functions, called)
-    assert not kept_but_called, f"retired yet still called: {kept_but_called}"
+    assert not set(baseline.RETIRED_AT_1_0) & set(functions)
+
+
+def test_the_rule_catches_a_function_nothing_calls() -> None:
+    functions = {"ctxstore_a_v2": {"ctxstore_b_v1"}, "ctxstore_b_v1": set(), "ctxstore_a_v1": set()}
+    assert set(functions) - live(functions, {"ctxstore_a_v2"}) == {"ctxstore_a_v1"}
 
 
 def test_the_script_reader_fills_variables_and_splits_only_between_statements() -> None:

@@ -129,7 +129,7 @@ def test_a_prefix_too_long_to_leave_room_is_refused(monkeypatch: pytest.MonkeyPa
 def test_a_migration_uses_the_recorded_names_else_derives_them() -> None:
     assert MigrationRoles("db_a", None, Settings()).names.owner == "ctxstore_db_a_owner"
     recorded = RoleNames("o", "a", "an")
-    # recorded at 0008: kept after a rename or a copy
+    # recorded by the baseline: kept after a rename or a copy
     assert MigrationRoles("renamed", recorded, Settings()).names == recorded
 
 

@@ -97,7 +97,7 @@ def print_roles(args: argparse.Namespace, settings: Settings) -> int:
     names = asyncio.run(database_roles(url))
     if names is None:
         raise ConfigurationError(
-            f"{redact(url)} has no recorded roles (it is below revision 0008): run "
+            f"{redact(url)} has no recorded roles (it has no ctxstore schema): run "
             "`ctxstore db upgrade` first"
         )
     print(f"owner      {names.owner}  (owns the schema: grant to the migrating login)")

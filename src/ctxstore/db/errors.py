@@ -15,12 +15,12 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from pathlib import Path
 from typing import Final
 
 import asyncpg
 from sqlalchemy import exc as sa_exc
 
+from ctxstore.db.compat import code_revisions
 from ctxstore.db.pool import PoolClosedError
 from ctxstore.errors import (
     ConfigurationError,
@@ -145,19 +145,10 @@ def _server_message(error: BaseException) -> str | None:
 @cache
 def _head_revision() -> str | None:
     """The newest migration this code ships, best-effort (None when it can't be read)."""
-    # Alembic is imported here, on this error path only.  The folders are those of
-    # migrations.script_location, which can't be imported here: it imports this module.
-    from alembic.script import ScriptDirectory  # noqa: PLC0415
-
-    package_dir = Path(__file__).resolve().parent.parent
-    for folder in (package_dir / "_alembic", package_dir.parent.parent / "alembic"):
-        if (folder / "env.py").is_file():
-            try:
-                heads = ScriptDirectory(str(folder)).get_heads()
-            except Exception:  # the error being translated matters more than this detail
-                return None
-            return heads[0] if len(heads) == 1 else None
-    return None
+    try:
+        return code_revisions().head
+    except Exception:  # the error being translated matters more than this detail
+        return None
 
 
 def schema_missing(

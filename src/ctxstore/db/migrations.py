@@ -21,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import URL, Connection, text
 
-from ctxstore.db import roles
+from ctxstore.db import compat, roles
 from ctxstore.db.distribute import KeptDistributed
 from ctxstore.db.engine import (
     MIGRATION_DATABASE_URL_ENV,
@@ -41,8 +41,9 @@ MIGRATION_LOCK_KEY = int.from_bytes(b"ctxstore", "big")
 DEFAULT_LOCK_TIMEOUT = "5s"
 # How long a second migrator waits for the first to finish before giving up.
 ADVISORY_WAIT = "10min"
-#: The revisions that create or take over roles: 0004 (the roles), 0008 (per database).
-ROLE_REVISIONS = frozenset({"0004", "0008"})
+#: The revision that creates or takes over this database's roles: the 1.0 baseline.
+BASELINE = "1000"
+ROLE_REVISIONS = frozenset({BASELINE})
 #: ``alembic -x name=value``: the settings (ctxstore.settings fields) a bare ``alembic``
 #: run may give the revisions, over the variables they stand for.
 X_SETTINGS = (
@@ -184,6 +185,7 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
             database, roles.recorded_role_names(connection), _settings(context)
         )
         _configure_revisions(context, run)
+        _upgrade_prerelease(connection, context)
         if _upgrades_through(context, ROLE_REVISIONS):
             # Refuse before the first revision runs, not halfway through the upgrade.
             roles.check_adoptable(connection, run.names.all(), adopt_anyway=run.adopt_existing)
@@ -263,6 +265,42 @@ def refuse_transaction_pooler(url: URL) -> None:
             "migrations hold a session-level advisory lock and need a direct connection; "
             f"set {MIGRATION_DATABASE_URL_ENV} to the server's own address"
         )
+
+
+def _upgrade_prerelease(connection: Connection, context: EnvironmentContext) -> None:
+    """A database where ctxstore 0.x left it (revision 0026) to the 1.0 baseline, in one
+    transaction, before Alembic reads its revision; an older pre-release one is refused,
+    saying what to run."""
+    found = _recorded_revision(connection)
+    if found not in compat.PRERELEASE_REVISIONS:
+        return
+    destination = context.get_revision_argument()
+    if found != compat.PRERELEASE_HEAD:
+        raise MigrationError(
+            f"this database is at pre-release revision {found}: ctxstore 1.x upgrades only "
+            f"from the last pre-release revision, {compat.PRERELEASE_HEAD}.  Upgrade it "
+            f"with ctxstore 0.x first (pip install 'ctxstore<1' && ctxstore db upgrade), "
+            "then with this release"
+        )
+    if destination is None or str(destination).startswith("-"):
+        raise MigrationError(
+            f"this database is at pre-release revision {found}: ctxstore 1.x only upgrades "
+            f"it (ctxstore db upgrade); downgrade it with ctxstore 0.x"
+        )
+    baseline = context.script.get_revision(BASELINE)
+    if baseline is None:  # pragma: no cover - the baseline ships with the code
+        raise MigrationError(f"the baseline revision {BASELINE} is missing")
+    baseline.module.upgrade_from_prerelease(connection)
+    connection.commit()
+
+
+def _recorded_revision(connection: Connection) -> str | None:
+    exists = connection.execute(text("SELECT to_regclass('alembic_version') IS NOT NULL"))
+    if not exists.scalar_one():
+        return None
+    found = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    connection.commit()
+    return None if found is None else str(found)
 
 
 def _upgrades_through(context: EnvironmentContext, revisions: frozenset[str]) -> bool:

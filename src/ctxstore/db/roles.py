@@ -17,7 +17,7 @@ while the data is per database, so the names belong to one database:
 ``ctxstore``) and the database's name, made a plain lower-case name and cut, with a short
 hash of the exact name, when it is not one already or would not fit in 63 characters.
 ``CTXSTORE_OWNER_ROLE``, ``CTXSTORE_APP_ROLE`` and ``CTXSTORE_ANALYTICS_ROLE`` name a role
-outright.  Revision 0008 records the names in ``ctxstore_roles``; from then on the
+outright.  The baseline revision records the names in ``ctxstore_roles``; from then on the
 recorded names are the database's roles (a database renamed or copied from a template
 keeps its roles).
 
@@ -57,7 +57,7 @@ _PLAIN_DATABASE = re.compile(r"[a-z0-9_]+")
 _NOT_PLAIN = re.compile(r"[^a-z0-9_]+")
 
 #: Small-cell suppression: a free-text value shows in the analytics views only when at least
-#: this many consultations have it.  Revision 0008 records the setting's value; later the
+#: this many consultations have it.  The baseline records the setting's value; later the
 #: owner changes it with ``ctxstore db min-group-size K``.
 MIN_GROUP_SIZE_ENV = "CTXSTORE_ANALYTICS_MIN_GROUP_SIZE"
 
@@ -152,7 +152,7 @@ def derived_role_names(database: str, settings: Settings) -> RoleNames:
 def migration_role_names(
     database: str, recorded: RoleNames | None, settings: Settings
 ) -> RoleNames:
-    """The roles a migration of ``database`` uses: the ones revision 0008 recorded, else
+    """The roles a migration of ``database`` uses: the ones the baseline recorded, else
     the ones ``settings`` derive.
 
     Once recorded, the recorded names are the database's roles: an explicit
@@ -166,7 +166,7 @@ def migration_role_names(
             raise ConfigurationError(
                 f"{_ENV_OF[kind]}={explicit!r}, but database {database!r} already "
                 f"has its {kind} role {recorded.of(kind)!r} (recorded in "
-                f"ctxstore_roles by revision 0008): unset {_ENV_OF[kind]}, or set it to "
+                f"ctxstore_roles by the baseline revision): unset {_ENV_OF[kind]}, or set it to "
                 f"{recorded.of(kind)!r}"
             )
     return recorded
@@ -176,7 +176,7 @@ def migration_role_names(
 class MigrationRoles:
     """What the role revisions read while they run (handed to them through Alembic's
     configuration by ctxstore.db.migrations): the database's role names (worked out when a
-    revision asks, as before), the threshold 0008 records, the adoption switch."""
+    revision asks, as before), the threshold the baseline records, the adoption switch."""
 
     database: str
     recorded: RoleNames | None
@@ -196,7 +196,7 @@ class MigrationRoles:
 
 
 def recorded_role_names(connection: Connection) -> RoleNames | None:
-    """The roles revision 0008 recorded in this database (None below 0008)."""
+    """The roles baseline revision recorded in this database (None without the schema)."""
     if connection.execute(text("SELECT to_regclass('ctxstore_roles')")).scalar() is None:
         return None
     rows = {

@@ -6,6 +6,7 @@ worker process builds its own app, store and connection pool).
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import inspect
 import logging
@@ -22,7 +23,7 @@ from starlette.responses import Response
 
 from ctxstore import __version__, telemetry
 from ctxstore.context.builder import ContextBuilder
-from ctxstore.db.migrations import head_revision
+from ctxstore.db import compat
 from ctxstore.errors import ConflictError, CtxStoreError, InvalidInputError
 from ctxstore.http import ops, routes
 from ctxstore.http.auth import Principal, TokenRegistry
@@ -78,6 +79,7 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
             yield
             return
         _attach(app, settings.open_store())
+        await _check_schema_at_start(app.state.store)
         # What the worker has built so far (modules, routes, schemas, the encoding) lives
         # as long as it does: out of the collector's sight, a full collection no longer
         # walks it (tens of milliseconds each, on the event loop, under load).
@@ -97,7 +99,7 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
         **_NO_TELEMETRY,
     )
     app.state.metrics = Metrics()
-    app.state.head_revision = head_revision()
+    app.state.code_revisions = compat.code_revisions()
     app.state.retry_after = settings.retry_after
     app.state.max_messages = settings.max_messages
     if store is not None:
@@ -138,6 +140,21 @@ def _attach(app: FastAPI, store: PostgresStorage) -> None:
     # The encoding loaded now, not by the worker's first write or context (100 ms or more).
     app.state.builder.counter.encoder  # noqa: B018
     app.state.builders = {}  # a builder per encoding a request's model asks for
+
+
+async def _check_schema_at_start(store: PostgresStorage) -> None:
+    """Say at start, in the log, when the schema is one this code can't run on, not first
+    at a write.  The service starts all the same: /readyz answers 503 with the reason
+    until `ctxstore db upgrade` runs, then turns ready."""
+    try:
+        async with asyncio.timeout(ops.READY_TIMEOUT):
+            compat.report(await store.check_schema())
+    except (CtxStoreError, TimeoutError) as error:
+        # The class only: the driver's text may quote an address.
+        log.warning(
+            "schema check at start: the revision could not be read (%s); /readyz says when it can",
+            type(error).__name__,
+        )
 
 
 def _install_handlers(app: FastAPI, retry_after: int) -> None:

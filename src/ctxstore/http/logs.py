@@ -30,7 +30,8 @@ class _NoDriverText(logging.Filter):
 
 def configure_logging() -> None:
     """One stderr handler for the service's process (each worker calls it too): INFO
-    for the service and uvicorn, WARNING for the rest, secrets masked, no driver text."""
+    for the service, its schema check and uvicorn, WARNING for the rest, secrets masked,
+    no driver text."""
     root = logging.getLogger()
     if any(getattr(handler, "_ctxstore_http", False) for handler in root.handlers):
         return
@@ -43,5 +44,5 @@ def configure_logging() -> None:
     handler._ctxstore_http = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
-    for name in ("ctxstore.http", "uvicorn.error"):
+    for name in ("ctxstore.http", "ctxstore.schema", "uvicorn.error"):
         logging.getLogger(name).setLevel(logging.INFO)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 from fastapi import Request
 from starlette.responses import JSONResponse, Response
 
-from ctxstore.db.errors import schema_missing, translated
-from ctxstore.errors import CtxStoreError
+from ctxstore.db.compat import CodeRevisions, SchemaCheck, SchemaState, check
+from ctxstore.db.errors import translated
+from ctxstore.errors import CtxStoreError, SchemaMissingError
 from ctxstore.http.auth import Principal
 from ctxstore.http.docs import problems
 from ctxstore.http.metrics import CONTENT_TYPE, Metrics
 from ctxstore.http.middleware import PRINCIPAL_KEY
+from ctxstore.http.problems import ERROR_TYPES, problem_response
 from ctxstore.http.registry import Routes
 from ctxstore.http.schemas import Health, NotReady, Ready
 from ctxstore.http.security import guarded, public
@@ -41,35 +44,53 @@ async def healthz() -> Response:
 @router.get(
     "/readyz",
     operation_id="readyz",
-    summary="PostgreSQL answers and its schema is at this server's head revision (no token "
-    "needed; with an admin token, the revision, or the reason it is not ready)",
+    summary="PostgreSQL answers and its schema is one this server runs on: at its head "
+    "revision, or ahead of it by a later release's additive revisions (no token needed; "
+    "with an admin token, the revision, or the reason it is not ready)",
     response_model=Ready,
     responses={503: {"model": NotReady, "description": "Not ready"}, **problems()},
     openapi_extra=public(),
 )
 async def readyz(request: Request) -> Response:
     store: PostgresStorage = request.app.state.store
-    head: str = request.app.state.head_revision
+    code: CodeRevisions = request.app.state.code_revisions
     principal = request.scope.get(PRINCIPAL_KEY)
     detailed = isinstance(principal, Principal) and "admin" in principal.scopes
     try:
         with translated("readiness check"):
             async with asyncio.timeout(READY_TIMEOUT), store.driver() as driver:
-                revision = await driver.fetchval("SELECT version_num FROM alembic_version")
-        if revision != head:
-            raise schema_missing("readiness check", f"revision {revision}", current=revision)
+                found = await check(driver, code)
     except CtxStoreError as error:
         if detailed:
             raise
+        # Its class only: the driver's text may quote an address.
         log.warning("not ready: %s", type(error).__name__)
-        return JSONResponse(
-            {"status": "not ready"},
-            status_code=503,
-            headers={"Retry-After": str(request.app.state.retry_after)},
-        )
-    if detailed:
-        return JSONResponse({"status": "ready", "revision": head})
-    return JSONResponse({"status": "ready"})
+        return _not_ready(request)
+    if not found.runnable:
+        log.warning("not ready: %s", found.reason)
+        return _schema_problem(request, found) if detailed else _not_ready(request)
+    if not detailed:
+        return JSONResponse({"status": "ready"})
+    if found.state is SchemaState.AHEAD:
+        return JSONResponse({"status": "ready", "revision": found.revision, "detail": found.reason})
+    return JSONResponse({"status": "ready", "revision": found.revision})
+
+
+def _not_ready(request: Request) -> Response:
+    return JSONResponse(
+        {"status": "not ready"},
+        status_code=503,
+        headers={"Retry-After": str(request.app.state.retry_after)},
+    )
+
+
+def _schema_problem(request: Request, found: SchemaCheck) -> Response:
+    """The schema-missing problem with the check's own reason as its detail, not the
+    type's fixed text: it names revisions and what to run, nothing a driver said, and
+    the fix differs (a pre-release schema older than 0026 needs ctxstore 0.x first)."""
+    kind = replace(ERROR_TYPES[SchemaMissingError], fixed_detail=None)
+    headers = {"Retry-After": str(request.app.state.retry_after)}
+    return problem_response(kind, found.reason, headers, revision=found.revision, head=found.head)
 
 
 @router.get(

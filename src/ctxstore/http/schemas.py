@@ -173,8 +173,12 @@ class Health(BaseModel):
 
 class Ready(BaseModel):
     status: Literal["ready"]
-    #: The schema revision the database is at (this server's head): to an admin token.
+    #: The schema revision the database is at (this server's head, or a later release's):
+    #: to an admin token.
     revision: str | None = None
+    #: To an admin token, when the schema is ahead of this server: why it is ready all the
+    #: same (a later release's additive revisions).
+    detail: str | None = None
 
 
 class NotReady(BaseModel):

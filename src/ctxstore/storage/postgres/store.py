@@ -10,17 +10,19 @@ from contextlib import (
     contextmanager,
 )
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from ctxstore.db import compat
 from ctxstore.db.engine import EngineSettings, create_engine, pool_source
 from ctxstore.db.errors import translated
 from ctxstore.encryption import DataKey, Encryption, chain_key_id
 from ctxstore.errors import (
     ConflictError,
     CorruptDataError,
+    CtxStoreError,
     DataKeyDestroyedError,
     StorageUnavailableError,
 )
@@ -244,6 +246,30 @@ class PostgresStorage(Store):
                 await self._engine.dispose()
                 if self._read_engine is not None:
                     await self._read_engine.dispose()
+
+    async def __aenter__(self) -> Self:
+        """Open the store: its schema is checked here, so code on a schema it can't run
+        on (missing, behind, a pre-release's) fails now with SchemaMissingError, naming the
+        revision and what to run, not at its first write.  A schema ahead of this code
+        (a later release's additive revisions) is fine, and logged.  A database that can't
+        be reached yet is the first call's error, as before."""
+        try:
+            found = await self.check_schema()
+        except CtxStoreError:
+            return self
+        if not found.runnable:
+            await self.close()
+            raise found.error("opening the store")
+        compat.report(found)  # the error says the rest: logged, it would be said twice
+        return self
+
+    async def check_schema(self) -> compat.SchemaCheck:
+        """Whether this code can run on the database's schema (ctxstore.db.compat; logged
+        by ``compat.report``, not here); raises the ctxstore error of a database that can't
+        be reached."""
+        code = compat.code_revisions()  # read from disk once, before a connection is held
+        async with self._connections.call("schema check") as driver:
+            return await compat.check(driver, code)
 
     async def watch_connections(
         self, watcher: Callable[[Driver], Undo | None], *, at_every_checkout: bool = False
