@@ -23,6 +23,7 @@ from ctxstore.db import migrations
 from ctxstore.db.distribute import REFERENCE_TABLES
 from ctxstore.db.engine import EngineSettings
 from ctxstore.encryption import Encryption, Keyring
+from ctxstore.models import MESSAGE_FORMAT
 from ctxstore.storage.postgres import sql
 from ctxstore.tokens import TokenCounter
 from tests.citus.cluster import CitusCluster
@@ -163,7 +164,7 @@ async def test_every_session_write_runs_on_one_shard_and_commits_once(
 # -- reads: router queries -------------------------------------------------------------------
 
 READS: dict[str, tuple[Any, dict[str, Any]]] = {
-    "load": (sql.LOAD_SESSION, {}),
+    "load": (sql.LOAD_SESSION, {"current": MESSAGE_FORMAT}),
     "version": (sql.SESSION_VERSION, {}),
     "head": (sql.SESSION_HEAD, {}),
     "head, summary, state, profile and first chunk": (

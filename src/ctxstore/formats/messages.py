@@ -159,12 +159,15 @@ def trusted_messages(fields: Iterable[dict[str, Any]]) -> list[Message]:
     return result
 
 
-def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
+def rows_to_messages(
+    rows: Sequence[Any], *, session_id: str, current: int | None = MESSAGE_FORMAT
+) -> list[Message]:
     """Map ``messages`` rows (starting with MESSAGE_COLUMN_ORDER) to Messages.
 
     Current-format rows are built inline: this loop runs once per stored message on
     every load, so it avoids even a function call per row.  Anything else goes through
-    row_to_message and the upgrade mapper.
+    row_to_message and the upgrade mapper.  ``current``: how the rows spell the current
+    format (a read may send NULL for it, and the format only of the other rows: None).
     """
     result: list[Message] = []
     append = result.append
@@ -175,7 +178,7 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
         _SET_EXTRA,
         _SET_PRIVATE,
     )
-    field_names, empty, current = FIELD_NAMES, EMPTY_METADATA, MESSAGE_FORMAT
+    field_names, empty = FIELD_NAMES, EMPTY_METADATA
     new_datetime, pickle_state, shifts = _new_datetime, _pickle_state, _SHIFTS
     end = _COLUMNS
     # A session's messages nearly always share one offset: look it up only when it changes.
@@ -187,28 +190,28 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
             :end
         ]
         if fmt != current:
-            append(row_to_message(row[:end], session_id=session_id, position=position))
+            append(_careful(row[:end], current, session_id, position))
             continue
         if metadata is None:
             metadata = empty
         elif type(metadata) is not dict:
-            append(row_to_message(row[:end], session_id=session_id, position=position))
+            append(_careful(row[:end], current, session_id, position))
             continue
         if stamp is not None and stamp.tzinfo is None:  # +-infinity, which asyncpg reads naive
-            append(row_to_message(row[:end], session_id=session_id, position=position))
+            append(_careful(row[:end], current, session_id, position))
             continue
         if offset:
             if offset != last_offset:
                 found = shifts.get(offset)
                 if found is None:  # an unusual offset, or a corrupt one: the careful path
-                    append(row_to_message(row[:end], session_id=session_id, position=position))
+                    append(_careful(row[:end], current, session_id, position))
                     continue
                 shift, zone = found
                 last_offset = offset
             try:
                 stamp = new_datetime(pickle_state(stamp + shift)[1][0], zone)
             except (TypeError, OverflowError):  # no timestamp, or local time out of range
-                append(row_to_message(row[:end], session_id=session_id, position=position))
+                append(_careful(row[:end], current, session_id, position))
                 continue
         if nanos:
             stamp = with_nanoseconds(stamp, nanos)
@@ -229,6 +232,14 @@ def rows_to_messages(rows: Sequence[Any], *, session_id: str) -> list[Message]:
         set_private(message, {"_core_digest": digest})
         append(message)
     return result
+
+
+def _careful(row: Any, current: int | None, session_id: str, position: int) -> Message:
+    """row_to_message for rows_to_messages, the current format spelled out where the rows
+    leave it out (``current`` None)."""
+    if row[-1] is None and current is None:
+        row = (*row[:-1], MESSAGE_FORMAT)
+    return row_to_message(row, session_id=session_id, position=position)
 
 
 def row_to_message(row: Any, *, session_id: str, position: int) -> Message:

@@ -238,12 +238,14 @@ def known_after_load(
     *,
     chained: bool = False,
     session_id: str | None = None,
+    current: int | None = MESSAGE_FORMAT,
 ) -> Known:
     """What a load saw (``rows`` opened); the messages are recognised later only if the
     hash (keyed by ``key``, the hash's own, when sealed) checks out.
 
     ``chained``: a sealed session whose content hash is a chain (see
-    sealed_chain): a hash that is missing or doesn't match is CorruptDataError."""
+    sealed_chain): a hash that is missing or doesn't match is CorruptDataError.
+    ``current``: how the rows spell the current format (load_session's: None)."""
     if stored_hash is None:  # left unknown by an append: the next save recomputes it
         if chained:
             raise _chain_broken("has no content hash", session_id)
@@ -254,7 +256,7 @@ def known_after_load(
     own_metadata = [
         position
         for position, row in enumerate(rows)
-        if row[_METADATA] is not None or row[_FORMAT] != MESSAGE_FORMAT
+        if row[_METADATA] is not None or row[_FORMAT] != current
     ]
     for position in own_metadata:
         digests[position] = full_digest(digests[position], rows[position][_METADATA])
@@ -283,6 +285,41 @@ def sealed_chain(found: Sequence[Any]) -> bool:
     every writer keeps, so its load verifies it.  (Sessions holding rows sealed before
     chains are verified once `rotate-keys --reencrypt` has sealed them again.)"""
     return bool(found) and all(row[KEY_ID] is not None and row[SEALED][0] == 2 for row in found)
+
+
+#: load_session's first row sits at this position, before every message: the head.
+HEAD_POSITION = -1
+#: How load_session's rows spell the current format (MESSAGE_FORMAT, its :current): they
+#: send a row's format_version only when it is another (a legacy row's).
+LOADED_CURRENT = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """What load_session read, in one snapshot: the session's head, read once, and its
+    message rows in order (starting with MESSAGE_COLUMN_ORDER, then key_id and sealed)."""
+
+    version: int
+    message_count: int
+    content_hash: bytes | None
+    user_id: str | None
+    rows: Sequence[Any]
+
+
+def stored_session(found: Sequence[Any]) -> StoredSession | None:
+    """load_session's rows as the head and the messages (None: no head came, the session
+    is missing or expired; an expired session's messages are nobody's)."""
+    if not found or found[0][0] != HEAD_POSITION:  # positions are never negative
+        return None
+    first = found[0]
+    head = first[_METADATA]
+    return StoredSession(
+        int(head["version"]),
+        int(head["message_count"]),
+        first[_DIGEST],
+        head["user_id"],
+        found[1:],
+    )
 
 
 def needed_key_ids(found: Sequence[Any], stored_hash: bytes | None) -> set[int]:

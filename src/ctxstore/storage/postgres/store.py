@@ -564,52 +564,54 @@ class PostgresStorage(Store):
     # -- load, version, delete, exists ----------------------------------------------------------
 
     async def _load(self, session_id: str) -> list[Message]:
-        found = await self._connections.read("load", "fetch", sql.LOAD_SESSION, sid=session_id)
+        found = await self._connections.read(
+            "load", "fetch", sql.LOAD_SESSION, sid=session_id, current=MESSAGE_FORMAT
+        )
+        stored = rows.stored_session(found)
         keys = None
-        if found:
-            needed = rows.needed_key_ids(found, found[0]["content_hash"])
-            keys = await self._keys_for(needed, owners=_owners(session_id, found[0]))
-        messages = self._messages_from(found, session_id, keys)
+        if stored is not None:
+            needed = rows.needed_key_ids(stored.rows, stored.content_hash)
+            keys = await self._keys_for(needed, owners=SessionOwners(session_id, stored.user_id))
+        messages = self._messages_from(stored, session_id, keys)
         if self._upgrade_on_load and messages:
-            await self._write_back(session_id, found, messages)
+            assert stored is not None
+            await self._write_back(session_id, stored, messages)
         return messages
 
     async def _write_back(
-        self, session_id: str, found: Sequence[Any], loaded: list[Message]
+        self, session_id: str, stored: rows.StoredSession, loaded: list[Message]
     ) -> None:
         legacy = [
             (position, loaded[position])
-            for position, row in enumerate(found)
-            if row["format_version"] != MESSAGE_FORMAT
+            for position, row in enumerate(stored.rows)
+            if row["format_version"] != rows.LOADED_CURRENT
         ]
         if not legacy:
             return
-        key = await self._session_key(session_id, found[0]["user_id"])
+        key = await self._session_key(session_id, stored.user_id)
         async with self._connections.call("load (writing upgraded rows back)") as driver:
             await write_back_messages(
-                driver, session_id, found[0]["version"], legacy, self.token_counter, key
+                driver, session_id, stored.version, legacy, self.token_counter, key
             )
         self.knowledge.forget(session_id)
 
     def _messages_from(
-        self, found: Sequence[Any], session_id: str, keys: rows.Keys | None
+        self, stored: rows.StoredSession | None, session_id: str, keys: rows.Keys | None
     ) -> History:
-        if not found:
+        if stored is None:
             self.knowledge.forget(session_id)
             if self._keys is not None:
                 self._keys.forget_session(session_id)
             return History()
-        head = found[0]
         if self._keys is not None:
-            self._keys.saw_session(session_id, head["user_id"])
-        expected, version = head["message_count"], int(head["version"])
-        if head["seq"] is None:  # the outer join found a session without messages
+            self._keys.saw_session(session_id, stored.user_id)
+        found, expected, version = stored.rows, stored.message_count, stored.version
+        if not found:
             if expected:
                 raise CorruptDataError(
                     f"session records {expected} messages but none are stored",
                     session_id=session_id,
                 )
-            found = []
         elif len(found) != expected or found[-1]["seq"] != expected - 1:
             raise CorruptDataError(
                 f"session records {expected} messages but {len(found)} are stored "
@@ -617,11 +619,15 @@ class PostgresStorage(Store):
                 session_id=session_id,
             )
         opened = rows.open_messages(found, keys, session_id)
-        loaded = History(rows_to_messages(opened, session_id=session_id))
+        loaded = History(
+            rows_to_messages(opened, session_id=session_id, current=rows.LOADED_CURRENT)
+        )
         if self._keys is None:
-            known = rows.known_after_load(version, opened, loaded, head["content_hash"])
+            known = rows.known_after_load(
+                version, opened, loaded, stored.content_hash, current=rows.LOADED_CURRENT
+            )
         elif found and found[-1][rows.KEY_ID] is not None and keys is not None:
-            stored_hash = head["content_hash"]
+            stored_hash = stored.content_hash
             chained = rows.sealed_chain(found)
             hash_key = keys.get(chain_key_id(stored_hash))  # type: ignore[arg-type]
             known = rows.known_after_load(
@@ -632,9 +638,10 @@ class PostgresStorage(Store):
                 hash_key,
                 chained=chained,
                 session_id=session_id,
+                current=rows.LOADED_CURRENT,
             )
         else:  # plaintext rows, encryption on: the next save checks them one by one
-            known = Known(version, len(found), head["content_hash"])
+            known = Known(version, len(found), stored.content_hash)
         self.knowledge.after_load(session_id, known)
         return loaded
 
@@ -873,32 +880,36 @@ class PostgresStorage(Store):
             self._connections.call("snapshot") as driver,
             driver.transaction(isolation="repeatable_read", readonly=True),
         ):
-            head = await sql.SESSION_HEAD.fetchrow(driver, sid=session_id)
-            if head is None:
+            found = await sql.LOAD_SESSION.fetch(driver, sid=session_id, current=MESSAGE_FORMAT)
+            stored = rows.stored_session(found)
+            if stored is None:
                 return SessionSnapshot(session_id, False, 0, None, [], None, None, 0, None, 0)
-            found = await sql.LOAD_SESSION.fetch(driver, sid=session_id)
             summary = await sql.LATEST_SUMMARY.fetchrow(driver, sid=session_id)
             state = await sql.CURRENT_STATE.fetchrow(driver, sid=session_id)
-            user_id = head["user_id"]
+            user_id = stored.user_id
             profile = (
                 await sql.CURRENT_PROFILE.fetchrow(driver, user_id=user_id)
                 if user_id is not None
                 else None
             )
-            needed = rows.sealed_key_ids(found) | {
+            needed = rows.sealed_key_ids(stored.rows) | {
                 key_id
                 for row in (summary, state, profile)
                 if (key_id := rows.document_key_id(row)) is not None
             }
             keys = await self._keys_for(needed, driver, SessionOwners(session_id, user_id))
         versioned_state = rows.state_from_row(state, session_id, keys) if state else None
-        versioned_profile = rows.profile_from_row(profile, user_id, keys) if profile else None
+        versioned_profile = (
+            rows.profile_from_row(profile, user_id, keys)
+            if profile and user_id is not None
+            else None
+        )
         return SessionSnapshot(
             session_id=session_id,
             exists=True,
-            version=int(head["version"]),
+            version=stored.version,
             user_id=user_id,
-            messages=self._messages_from(found, session_id, keys),
+            messages=self._messages_from(stored, session_id, keys),
             summary=rows.summary_from_row(summary, session_id, keys) if summary else None,
             state=versioned_state.value if versioned_state else None,
             state_version=versioned_state.version if versioned_state else 0,

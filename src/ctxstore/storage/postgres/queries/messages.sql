@@ -1,12 +1,18 @@
 -- name: load_session --
--- Load session.
-SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
-    m.digest, m.format_version, m.key_id, m.sealed, s.message_count, s.content_hash,
-    s.version, s.user_id
+-- A whole session in one snapshot, its head sent once: a row at position -1 holding the head (metadata: its version, message_count and user_id; digest: its content hash), then every message in order, its format_version NULL when it is :current.  No head when the session is missing or expired: then the rows (an expired session's messages, until it is purged) are no session's.  The head's branch comes first, so sessions is locked before messages, as everywhere.
+SELECT -1 AS seq, NULL AS role, NULL AS content, NULL AS turn_id, NULL AS ts, NULL AS ts_offset,
+    NULL AS ts_nanos, NULL AS name,
+    jsonb_build_object('version', s.version, 'message_count', s.message_count,
+        'user_id', s.user_id) AS metadata,
+    s.content_hash AS digest, NULL AS format_version, NULL AS key_id, NULL AS sealed
   FROM sessions AS s
-  LEFT JOIN messages AS m ON m.session_id = s.session_id
  WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())
- ORDER BY m.seq;
+UNION ALL
+SELECT m.seq, m.role, m.content, m.turn_id, m.ts, m.ts_offset, m.ts_nanos, m.name, m.metadata,
+    m.digest, NULLIF(m.format_version, :current), m.key_id, m.sealed
+  FROM messages AS m
+ WHERE m.session_id = :sid
+ ORDER BY seq;
 
 -- name: session_version --
 -- Session version.
@@ -100,9 +106,10 @@ SELECT version, message_count, created_at, user_id FROM sessions AS s
  WHERE session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now());
 
 -- name: session_head_and_documents --
--- A context's first read, in one statement: each of the newest :limit messages within :budget (message columns first, as the other message reads; one row of NULLs when none) with the session head, its latest summary (m_), its state (st_) and its user's profile (p_), each NULL when there is none.
-SELECT w.seq, w.role, w.content, w.turn_id, w.ts, w.ts_offset, w.ts_nanos, w.name, w.metadata,
-       w.digest, w.format_version, w.key_id, w.sealed, w.token_count, w.token_encoding,
+-- A context's first read, in one statement: first the session head with its latest summary (m_), its state (st_) and its user's profile (p_), each NULL when there is none, in a row whose message columns are NULL; then each of the newest :limit messages within :budget, newest first, with the message columns only (the head and the documents are sent once, not on every message).  No row when the session is missing or expired.
+SELECT NULL AS seq, NULL AS role, NULL AS content, NULL AS turn_id, NULL AS ts, NULL AS ts_offset,
+       NULL AS ts_nanos, NULL AS name, NULL AS metadata, NULL AS digest, NULL AS format_version,
+       NULL AS key_id, NULL AS sealed, NULL AS token_count, NULL AS token_encoding,
        s.version, s.message_count, s.created_at, s.user_id,
        m.summary_version AS m_summary_version, m.text AS m_text,
        m.covers_until AS m_covers_until, m.token_count AS m_token_count,
@@ -123,7 +130,14 @@ SELECT w.seq, w.role, w.content, w.turn_id, w.ts, w.ts_offset, w.ts_nanos, w.nam
        LIMIT 1) AS m ON true
   LEFT JOIN consultation_states AS st ON st.session_id = :sid
   LEFT JOIN user_profiles AS p ON p.user_id = s.user_id
-  LEFT JOIN LATERAL (
+ WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())
+UNION ALL
+SELECT w.seq, w.role, w.content, w.turn_id, w.ts, w.ts_offset, w.ts_nanos, w.name, w.metadata,
+       w.digest, w.format_version, w.key_id, w.sealed, w.token_count, w.token_encoding,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM sessions AS s
+ CROSS JOIN LATERAL (
       SELECT seq, role, content, turn_id, ts, ts_offset, ts_nanos, name, metadata, digest,
              format_version, key_id, sealed, token_count, token_encoding
         FROM (
@@ -134,9 +148,9 @@ SELECT w.seq, w.role, w.content, w.turn_id, w.ts, w.ts_offset, w.ts_nanos, w.nam
                    WHERE session_id = :sid AND seq < s.message_count
                    ORDER BY seq DESC LIMIT :limit) AS n
         ) AS window_rows
-       WHERE before_me < :budget) AS w ON true
+       WHERE before_me < :budget) AS w
  WHERE s.session_id = :sid AND (s.expires_at IS NULL OR s.expires_at > now())
- ORDER BY w.seq DESC;
+ ORDER BY seq DESC NULLS FIRST;
 
 -- name: replica_freshness --
 -- Replica freshness.
