@@ -126,7 +126,9 @@ def decide(revision: str | None, code: CodeRevisions) -> SchemaCheck:
             f"schema behind: the database is at revision {revision}; {needs}: {_UPGRADE}",
         )
     if revision in PRERELEASE_REVISIONS:
-        return SchemaCheck(SchemaState.PRERELEASE, revision, head, _prerelease(revision, needs))
+        return SchemaCheck(
+            SchemaState.PRERELEASE, revision, head, prerelease_reason(revision, head)
+        )
     return SchemaCheck(
         SchemaState.AHEAD,
         revision,
@@ -136,7 +138,9 @@ def decide(revision: str | None, code: CodeRevisions) -> SchemaCheck:
     )
 
 
-def _prerelease(revision: str, needs: str) -> str:
+def prerelease_reason(revision: str, head: str) -> str:
+    """What a database at 0.x revision ``revision`` needs before code at ``head`` runs."""
+    needs = f"this ctxstore needs revision {head}"
     said = f"schema of a pre-release: the database is at 0.x revision {revision}"
     if revision == PRERELEASE_HEAD:
         return f"{said}, the last 0.x head; {needs}: {_UPGRADE}"

@@ -277,10 +277,7 @@ def _upgrade_prerelease(connection: Connection, context: EnvironmentContext) -> 
     destination = context.get_revision_argument()
     if found != compat.PRERELEASE_HEAD:
         raise MigrationError(
-            f"this database is at pre-release revision {found}: ctxstore 1.x upgrades only "
-            f"from the last pre-release revision, {compat.PRERELEASE_HEAD}.  Upgrade it "
-            f"with ctxstore 0.x first (pip install 'ctxstore<1' && ctxstore db upgrade), "
-            "then with this release"
+            compat.prerelease_reason(found, context.script.get_current_head() or BASELINE)
         )
     if destination is None or str(destination).startswith("-"):
         raise MigrationError(
