@@ -55,7 +55,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import URL, make_url
 
-from benchmarks.common import BENCH_URL_ENV, bench_database, table
+from benchmarks.common import BENCH_URL_ENV, bench_database, raw_connection, table
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (10_000, 100)
@@ -253,19 +253,6 @@ def worker_main() -> None:
 
 
 # -- the driver --------------------------------------------------------------------------------
-
-
-async def raw_connection(url: URL) -> asyncpg.Connection:
-    """A plain asyncpg connection (the host a ``?host=`` names first: a scratch server's
-    Unix socket)."""
-    host = url.query.get("host") or url.host
-    return await asyncpg.connect(
-        user=url.username,
-        password=url.password,
-        host=host if isinstance(host, str) else None,
-        port=url.port,
-        database=url.database,
-    )
 
 
 async def statement_times(probe: Any) -> dict[int, tuple[int, float]] | None:

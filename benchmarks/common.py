@@ -84,8 +84,9 @@ async def seeded_and_analyzed(storage: Any, sessions: int) -> Any:
 
 
 async def raw_connection(url: URL) -> asyncpg.Connection:
-    """A plain asyncpg connection to the same database (the floor to compare with)."""
-    host = url.host or url.query.get("host")
+    """A plain asyncpg connection to the same database (the floor to compare with; the
+    host a ``?host=`` names first, as libpq: a scratch server's Unix socket)."""
+    host = url.query.get("host") or url.host
     return await asyncpg.connect(
         user=url.username,
         password=url.password,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -67,12 +68,10 @@ RETIRED_AT_1_0 = (
 )
 
 
-def schema_statements(roles: object, min_group_size: int) -> list[str]:
-    """The schema file's statements for these role names and group size."""
-    variables: dict[str, str | int] = {
-        f"{kind}_role": roles.of(kind)  # type: ignore[attr-defined]
-        for kind in _roles.KINDS
-    }
+def schema_statements(roles: Any, min_group_size: int) -> list[str]:
+    """The schema file's statements for these role names (frozen/roles.py's RoleNames)
+    and group size."""
+    variables: dict[str, str | int] = {f"{kind}_role": roles.of(kind) for kind in _roles.KINDS}
     variables["min_group_size"] = min_group_size
     return list(_sqlscript.statements(SCHEMA_FILE.read_text(encoding="utf-8"), variables))
 

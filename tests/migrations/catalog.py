@@ -10,9 +10,13 @@ databases (each has its own roles): they are replaced by their kind (``<owner>``
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import asyncpg
+from sqlalchemy import URL
+
+from tests.migrations.prerelease import plain
 
 QUERIES: dict[str, str] = {
     "relations": """
@@ -104,6 +108,11 @@ def _named(value: Any, names: dict[str, str]) -> Any:
     for name in sorted(names, key=len, reverse=True):
         value = value.replace(name, names[name])
     return value
+
+
+def databases_differ(left: URL, right: URL) -> list[str]:
+    """:func:`differences` of the two databases' snapshots."""
+    return differences(*(asyncio.run(snapshot(plain(url))) for url in (left, right)))
 
 
 def differences(left: dict[str, list[Any]], right: dict[str, list[Any]]) -> list[str]:

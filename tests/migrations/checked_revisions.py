@@ -24,13 +24,13 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import URL
 
-from ctxstore.db import migrations
+from ctxstore.db import compat, migrations
 
 #: The revisions the rules above do not apply to: the pre-release history 0001-0026 (its
 #: revisions ran as they landed, and the squash takes them out of the tree), and the 1.0
 #: baseline "1000", which creates the tables on an empty database, so no writer is there
 #: to stop.  Every other revision is checked.
-NOT_CHECKED = frozenset({f"{number:04d}" for number in range(1, 27)} | {"1000"})
+NOT_CHECKED = compat.PRERELEASE_REVISIONS | {migrations.BASELINE}
 
 Direction = Literal["upgrade", "downgrade"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import asyncpg
 import pytest
 from sqlalchemy import URL
 
@@ -14,19 +13,12 @@ from ctxstore.db import migrations
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.errors import MigrationError
 from tests.migrations import prerelease_data as data
-from tests.migrations.catalog import differences, snapshot
-from tests.migrations.prerelease import plain, restore_prerelease
+from tests.migrations.catalog import databases_differ
+from tests.migrations.prerelease import restore_prerelease
+from tests.migrations.test_database_roles import run_sql, scalar
 from tests.migrations.writers import writes_during
 
 SEALING = Encryption(Keyring({data.MASTER_KEY_ID: data.MASTER_KEY}))
-
-
-async def fetchval(url: URL, query: str) -> object:
-    connection = await asyncpg.connect(plain(url))
-    try:
-        return await connection.fetchval(query)
-    finally:
-        await connection.close()
 
 
 def test_upgraded_from_0026_the_database_is_the_baseline_catalog_for_catalog(
@@ -36,10 +28,7 @@ def test_upgraded_from_0026_the_database_is_the_baseline_catalog_for_catalog(
     asyncio.run(restore_prerelease(second_empty_database))
     migrations.upgrade(second_empty_database, "head")
     assert migrations.current(second_empty_database) == migrations.head_revision()
-    found = differences(
-        asyncio.run(snapshot(plain(empty_database_url))),
-        asyncio.run(snapshot(plain(second_empty_database))),
-    )
+    found = databases_differ(empty_database_url, second_empty_database)
     assert found == []
 
 
@@ -50,10 +39,7 @@ def test_the_comparison_sees_a_function_the_upgrade_left(
     differs from the baseline by the retired functions."""
     migrations.upgrade(empty_database_url, "head")
     asyncio.run(restore_prerelease(second_empty_database))
-    found = differences(
-        asyncio.run(snapshot(plain(empty_database_url))),
-        asyncio.run(snapshot(plain(second_empty_database))),
-    )
+    found = databases_differ(empty_database_url, second_empty_database)
     assert any("ctxstore_append_v5" in line for line in found)
 
 
@@ -98,7 +84,7 @@ def test_what_0x_wrote_reads_back_and_takes_new_writes_at_1_0(empty_database_url
 
     pytest.importorskip("langgraph", reason="needs the langgraph extra")
     asyncio.run(extras())
-    assert asyncio.run(fetchval(url, "SELECT count(*) FROM analytics_value_cells")) == 3
+    assert scalar(url, "SELECT count(*) FROM analytics_value_cells") == 3
 
 
 def test_an_older_prerelease_database_is_refused_saying_what_to_run(
@@ -106,11 +92,11 @@ def test_an_older_prerelease_database_is_refused_saying_what_to_run(
 ) -> None:
     url = empty_database_url
     asyncio.run(restore_prerelease(url))
-    asyncio.run(fetchval(url, "UPDATE alembic_version SET version_num = '0017'"))
+    run_sql(url, "UPDATE alembic_version SET version_num = '0017'")
     with pytest.raises(MigrationError, match=r"0017.*ctxstore 0\.x first.*ctxstore db upgrade"):
         migrations.upgrade(url, "head")
     assert migrations.current(url) == "0017"
-    assert asyncio.run(fetchval(url, "SELECT to_regproc('ctxstore_append_v5') IS NOT NULL"))
+    assert scalar(url, "SELECT to_regproc('ctxstore_append_v5') IS NOT NULL")
 
 
 def test_a_prerelease_database_is_not_downgraded_by_1_0(empty_database_url: URL) -> None:
@@ -138,7 +124,7 @@ def test_the_baseline_goes_down_to_an_empty_database_and_up_again(database_url: 
         "SELECT array_agg(relname::text ORDER BY relname) FROM pg_class "
         "WHERE relnamespace = 'public'::regnamespace"
     )
-    assert asyncio.run(fetchval(database_url, left)) == ["alembic_version", "alembic_version_pkc"]
+    assert scalar(database_url, left) == ["alembic_version", "alembic_version_pkc"]
     migrations.upgrade(database_url, "head")
 
     async def write() -> list[Message]:

@@ -7,18 +7,19 @@ import asyncio
 import re
 from pathlib import Path
 
-import asyncpg
 import pytest
 from alembic.util import load_python_file
 from sqlalchemy import URL
 
 from ctxstore.db import migrations
-from tests.migrations.catalog import differences, snapshot
-from tests.migrations.prerelease import REPO, SCHEMA_FILE, apply_schema_file, plain, sqlscript
+from tests.migrations.catalog import databases_differ
+from tests.migrations.prerelease import REPO, SCHEMA_FILE, apply_schema_file, sqlscript
+from tests.migrations.test_database_roles import run_sql, scalar
 
 #: The retirement rule's list: function -> the release that drops it (docs/design.md,
 #: "One live version of each function").  Empty: 1.0 left every old version out.
 KEPT_UNTIL: dict[str, str] = {}
+PUBLIC = "WHERE pronamespace = 'public'::regnamespace"
 baseline = load_python_file(str(REPO / "alembic" / "versions"), "1000_baseline.py")
 
 
@@ -27,10 +28,8 @@ def test_the_migrations_make_the_schema_file(
 ) -> None:
     migrations.upgrade(empty_database_url, "head")
     asyncio.run(apply_schema_file(second_empty_database))
-    migrated = asyncio.run(snapshot(plain(empty_database_url)))
-    from_file = asyncio.run(snapshot(plain(second_empty_database)))
-    assert len(from_file["functions"]) == 22
-    assert differences(migrated, from_file) == []
+    assert scalar(second_empty_database, "SELECT count(*) FROM pg_proc " + PUBLIC) == 22
+    assert databases_differ(empty_database_url, second_empty_database) == []
 
 
 def test_the_baseline_reads_the_frozen_copy_once_a_revision_changes_the_schema() -> None:
@@ -54,25 +53,17 @@ def test_the_comparison_sees_a_changed_function_and_a_missing_grant(
     asyncio.run(apply_schema_file(empty_database_url))
     asyncio.run(apply_schema_file(second_empty_database))
 
-    async def tamper() -> None:
-        connection = await asyncpg.connect(plain(second_empty_database))
-        try:
-            await connection.execute(
-                "CREATE OR REPLACE FUNCTION ctxstore_purge_batch_v1(p_batch_size integer, "
-                "p_age interval) RETURNS SETOF integer LANGUAGE sql AS 'SELECT 1'"
-            )
-            analytics = await connection.fetchval(
-                "SELECT quote_ident(role_name) FROM ctxstore_roles WHERE kind = 'analytics'"
-            )
-            await connection.execute(f"REVOKE SELECT ON analytics_suppression FROM {analytics}")
-        finally:
-            await connection.close()
-
-    asyncio.run(tamper())
-    found = differences(
-        asyncio.run(snapshot(plain(empty_database_url))),
-        asyncio.run(snapshot(plain(second_empty_database))),
+    analytics = scalar(
+        second_empty_database,
+        "SELECT quote_ident(role_name) FROM ctxstore_roles WHERE kind = 'analytics'",
     )
+    run_sql(
+        second_empty_database,
+        "CREATE OR REPLACE FUNCTION ctxstore_purge_batch_v1(p_batch_size integer, "
+        "p_age interval) RETURNS SETOF integer LANGUAGE sql AS 'SELECT 1'",
+        f"REVOKE SELECT ON analytics_suppression FROM {analytics}",
+    )
+    found = databases_differ(empty_database_url, second_empty_database)
     assert any(line.startswith("functions:") for line in found)
     assert any(line.startswith("relation_grants:") for line in found)
 
@@ -89,15 +80,9 @@ def called_by_src() -> set[str]:
     return found
 
 
-async def functions_and_callees(url: URL) -> dict[str, set[str]]:
-    connection = await asyncpg.connect(plain(url))
-    try:
-        rows = await connection.fetch(
-            "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = 'public'::regnamespace"
-        )
-    finally:
-        await connection.close()
-    return {row["proname"]: set(CALL.findall(row["prosrc"])) - {row["proname"]} for row in rows}
+def functions_and_callees(url: URL) -> dict[str, set[str]]:
+    [found] = run_sql(url, "SELECT proname, prosrc FROM pg_proc " + PUBLIC)
+    return {name: set(CALL.findall(source)) - {name} for name, source in found}
 
 
 def live(functions: dict[str, set[str]], roots: set[str]) -> set[str]:
@@ -116,7 +101,7 @@ def test_every_function_at_head_is_called_or_kept_by_the_retirement_rule(
 ) -> None:
     """A function at head is called by ctxstore's code (or by a function it calls), or
     the retirement rule keeps it until a named release drops it."""
-    functions = asyncio.run(functions_and_callees(database_url))
+    functions = functions_and_callees(database_url)
     called = called_by_src()
     assert "ctxstore_append_v7" in called and "analytics_overview_v3" in called
     unaccounted = set(functions) - live(functions, called) - set(KEPT_UNTIL)
