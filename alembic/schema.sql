@@ -455,9 +455,6 @@ ALTER TABLE ONLY graph_writes
 ALTER TABLE ONLY messages
     ADD CONSTRAINT fk_messages_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
 
-ALTER TABLE ONLY messages
-    ADD CONSTRAINT fk_messages_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
-
 ALTER TABLE ONLY summaries
     ADD CONSTRAINT fk_summaries_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
 
@@ -835,6 +832,9 @@ CREATE FUNCTION ctxstore_insert_messages_v2(p_session_id text, p_start integer, 
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    -- The session row, held against a delete until commit: no foreign key does it
+    -- (revision 1001), and a delete removes only the messages it sees.
+    PERFORM FROM sessions AS s WHERE s.session_id = p_session_id FOR KEY SHARE;
     INSERT INTO messages (session_id, seq, role, content, turn_id, ts, ts_offset, name,
                           metadata, digest, token_count, format_version, token_encoding,
                           key_id, sealed, ts_nanos)
@@ -860,6 +860,9 @@ CREATE FUNCTION ctxstore_insert_messages_v1(p_session_id text, p_start integer, 
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    -- The session row, held against a delete until commit: no foreign key does it
+    -- (revision 1001), and a delete removes only the messages it sees.
+    PERFORM FROM sessions AS s WHERE s.session_id = p_session_id FOR KEY SHARE;
     INSERT INTO messages (session_id, seq, role, content, turn_id, ts, ts_offset, name,
                           metadata, digest, token_count, format_version, token_encoding,
                           key_id, sealed)
@@ -1014,8 +1017,13 @@ BEGIN
     DELETE FROM sessions
      WHERE session_id = p_session_id AND (NOT p_expired_only OR expires_at <= now());
     v_deleted := FOUND;
-    IF v_deleted AND EXISTS (SELECT FROM data_keys WHERE owner = 's:' || p_session_id) THEN
-        DELETE FROM data_keys WHERE owner = 's:' || p_session_id;
+    IF v_deleted THEN
+        -- No foreign key cascades to messages (revision 1001).  The deleted row stays
+        -- locked until commit, so the messages this statement sees are all there will be.
+        DELETE FROM messages WHERE session_id = p_session_id;
+        IF EXISTS (SELECT FROM data_keys WHERE owner = 's:' || p_session_id) THEN
+            DELETE FROM data_keys WHERE owner = 's:' || p_session_id;
+        END IF;
     END IF;
     RETURN v_deleted;
 END
@@ -1028,6 +1036,7 @@ CREATE FUNCTION ctxstore_purge_batch_v1(p_batch_size integer, p_age interval) RE
     AS $$
 DECLARE
     v_ids text[];
+    v_gone text[] := '{}';
     v_owners text[] := '{}';
     v_row record;
 BEGIN
@@ -1048,9 +1057,12 @@ BEGIN
                   WHERE session_id = ANY(v_ids)
                     AND (expires_at <= now() OR updated_at < now() - p_age)
                  RETURNING session_id, message_count LOOP
+        v_gone := v_gone || v_row.session_id;
         v_owners := v_owners || ('s:' || v_row.session_id);
         RETURN NEXT v_row.message_count;
     END LOOP;
+    -- no foreign key cascades to messages (revision 1001): as ctxstore_delete_session_v1
+    DELETE FROM messages WHERE session_id = ANY(v_gone);
     IF EXISTS (SELECT FROM data_keys WHERE owner = ANY(v_owners)) THEN
         DELETE FROM data_keys WHERE owner = ANY(v_owners);
     END IF;
@@ -1098,6 +1110,8 @@ BEGIN
      WHERE t.session_id = ANY(session_ids);
     IF cardinality(session_ids) > 0 THEN
         DELETE FROM sessions AS t WHERE t.session_id = ANY(session_ids);
+        -- no foreign key cascades to messages (revision 1001): as ctxstore_delete_session_v1
+        DELETE FROM messages AS t WHERE t.session_id = ANY(session_ids);
     END IF;
 END
 $$;

@@ -14,9 +14,11 @@ messages, on one PostgreSQL server, by each contender in turn:
   warm-up batch of every run checks that the library sent exactly one statement a turn,
   ``append``, with the arguments the replays pass;
 - ``a no FK``, ``b no CHECKs``, ``c no FK/CHECKs``: the v7 replay on copies of today's
-  database without ``fk_messages_session_id_sessions``, without the five CHECK
-  constraints of ``messages``, without both; ``b1``: the five CHECKs as one (their
-  conjunction: the same rows refused, one constraint to prepare per statement);
+  database without ``fk_messages_session_id_sessions``, without the five CHECK constraints
+  of ``messages``, without both (today's has the FK put back as the baseline, revision
+  1000, had it: revision 1001 dropped it, so ``a`` is the schema at head); ``b1``: the
+  five CHECKs as one (their conjunction: the same rows refused, one constraint to prepare
+  per statement);
 - ``d one statement``: v7's fast path as one prepared statement (a data-modifying CTE:
   the session row's UPDATE, then the INSERT of the rows), same arguments, today's
   constraints; ``e d, no FK/CHECKs``: the same without the FK and the CHECKs; ``f d, no
@@ -687,6 +689,23 @@ async def variant(scratch: Scratch, today: str, suffix: str, fk: bool, checks: s
     return name
 
 
+async def with_the_key(scratch: Scratch, today: str) -> None:
+    """Today's database with the FK back, as the baseline (revision 1000) made it: revision
+    1001 dropped it, and its cost stays measured (the contenders without it are the schema
+    at head)."""
+    connection = await asyncpg.connect(dsn(scratch.server, today))
+    try:
+        if not await connection.fetchval(
+            "SELECT count(*) FROM pg_constraint WHERE conname = $1", FK
+        ):
+            await connection.execute(
+                f"ALTER TABLE messages ADD CONSTRAINT {FK} FOREIGN KEY (session_id)"
+                " REFERENCES sessions (session_id) ON DELETE CASCADE"
+            )
+    finally:
+        await connection.close()
+
+
 async def floor_database(scratch: Scratch, today: str) -> str:
     name = await scratch.create(scratch.name("floor"), template=today)
     await scratch.admin(
@@ -1012,6 +1031,7 @@ def contenders_for(names: dict[str, str]) -> list[Contender]:
 
 async def prepare(scratch: Scratch, plan: Plan) -> dict[str, str]:
     today, langchain = await seed(scratch, plan.sessions)
+    await with_the_key(scratch, today)
     names = {"today": today, "langchain": langchain}
     for suffix, fk, checks in (
         ("v7", True, "keep"),

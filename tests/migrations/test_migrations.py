@@ -198,8 +198,8 @@ def test_missing_database_url_is_a_clear_error() -> None:
 
 def test_blocked_ddl_fails_fast_under_lock_timeout(database_url: URL) -> None:
     """A migration waiting on a table lock held by live traffic gives up, not stalls."""
-    # The baseline's downgrade drops sessions and messages: it needs their locks.
-    locking = migrations.head_revision()
+    # Revision 1001 drops messages' key to sessions: it needs both tables' locks.
+    migrations.downgrade(database_url, "1000")
 
     async def hold_lock_then_migrate() -> tuple[subprocess.CompletedProcess[str], float]:
         engine = create_engine(database_url, pooled=False)
@@ -211,8 +211,7 @@ def test_blocked_ddl_fails_fast_under_lock_timeout(database_url: URL) -> None:
                 result = await asyncio.to_thread(
                     ctxstore_cli,
                     "db",
-                    "downgrade",
-                    "-1",
+                    "upgrade",
                     "--lock-timeout",
                     "1s",
                     "--database-url",
@@ -228,7 +227,7 @@ def test_blocked_ddl_fails_fast_under_lock_timeout(database_url: URL) -> None:
     assert result.returncode == 1
     assert "lock" in result.stderr.lower()
     assert elapsed < 30
-    assert migrations.current(database_url) == locking
+    assert migrations.current(database_url) == "1000"
 
 
 @pytest.mark.parametrize("bad", ["mysql://root@localhost/db", "not a url at all"])

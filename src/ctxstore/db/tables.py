@@ -118,15 +118,13 @@ sessions = Table(
     ),
 )
 
+# No foreign key to sessions (revision 1001): the deletes remove a session's messages
+# themselves and the inserts hold its row, which costs a turn nothing the append doesn't
+# already pay (docs/design.md, "What the hot table pays for, per turn").
 messages = Table(
     "messages",
     metadata,
-    Column(
-        "session_id",
-        Text,
-        ForeignKey("sessions.session_id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    Column("session_id", Text, primary_key=True),
     Column("seq", Integer, primary_key=True),
     Column("role", Text, nullable=False),
     Column("content", Text, nullable=False),

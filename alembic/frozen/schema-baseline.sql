@@ -1,0 +1,1765 @@
+-- ctxstore's schema: every table, type, function, view and grant, as of the head revision.
+--
+-- This file is the schema a reviewer reads; the 1.0 baseline revision
+-- (alembic/versions/1000_baseline.py) creates exactly it, and tests/migrations proves
+-- that a database upgraded from the last pre-release (0.x, revision 0026) ends up the
+-- same.  A later revision changes this file in the same commit (see "Changing the
+-- schema" in docs/design.md); tests/migrations/test_schema_file.py fails when the two
+-- disagree.
+--
+-- Roles and settings are psql variables, so `psql -v owner_role=... -f schema.sql`
+-- applies it as it stands:
+--   owner_role      owns every object; the migrations run as a member of it
+--   app_role        the service: DML on the session tables, EXECUTE on the write functions
+--   analytics_role  SELECT on the analytics views, EXECUTE on the report functions
+--   min_group_size  the smallest group an analytics report shows (k-anonymity)
+-- The roles exist before this runs (ctxstore db upgrade creates them NOLOGIN).
+--
+-- Function names end in _vN: a release that changes a function's signature or meaning
+-- adds _vN+1 beside _vN, and the release after drops _vN (docs/design.md, "One live
+-- version of each function").
+
+-- The migrating role acts as the owner (ALTER ... OWNER TO needs the membership).
+GRANT :"owner_role" TO CURRENT_USER;
+
+-- SQL functions may name views defined further down (as pg_dump does).
+SET check_function_bodies = false;
+-- ======================================================================================
+-- Types
+-- ======================================================================================
+
+CREATE TYPE ctxstore_message_row_v1 AS (
+	seq integer,
+	role text,
+	content text,
+	turn_id text,
+	ts text,
+	ts_offset integer,
+	name text,
+	metadata text,
+	digest bytea,
+	token_count integer,
+	format_version smallint,
+	token_encoding text,
+	key_id bigint,
+	sealed bytea,
+	ts_nanos smallint
+);
+
+ALTER TYPE ctxstore_message_row_v1 OWNER TO :"owner_role";
+
+-- ======================================================================================
+-- Tables
+-- Every table of a session is keyed by session_id first (Citus distributes them by it).
+-- ======================================================================================
+
+CREATE TABLE sessions (
+    session_id text NOT NULL,
+    user_id text,
+    version bigint DEFAULT 0 NOT NULL,
+    message_count integer DEFAULT 0 NOT NULL,
+    content_hash bytea,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    turn_count integer DEFAULT 0 NOT NULL,
+    first_activity_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_activity_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_hour timestamp with time zone GENERATED ALWAYS AS (date_bin('01:00:00'::interval, expires_at, '2000-01-01 00:00:00+00'::timestamp with time zone)) STORED,
+    CONSTRAINT ck_sessions_message_count_non_negative CHECK ((message_count >= 0)),
+    CONSTRAINT ck_sessions_session_id_length CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 255)))
+);
+
+ALTER TABLE sessions OWNER TO :"owner_role";
+
+ALTER TABLE ONLY sessions
+    ADD CONSTRAINT pk_sessions PRIMARY KEY (session_id);
+
+CREATE INDEX ix_sessions_expires_hour ON sessions USING btree (expires_hour) WHERE (expires_hour IS NOT NULL);
+
+CREATE INDEX ix_sessions_first_activity_at ON sessions USING btree (first_activity_at);
+
+CREATE INDEX ix_sessions_user_id ON sessions USING btree (user_id);
+
+CREATE TABLE messages (
+    session_id text NOT NULL,
+    seq integer NOT NULL,
+    role text NOT NULL,
+    content text NOT NULL,
+    turn_id text,
+    ts timestamp with time zone,
+    ts_offset integer,
+    name text,
+    metadata jsonb,
+    digest bytea NOT NULL,
+    token_count integer,
+    format_version smallint NOT NULL,
+    token_encoding text,
+    key_id bigint,
+    sealed bytea,
+    ts_nanos smallint,
+    CONSTRAINT ck_messages_metadata_object CHECK (((metadata IS NULL) OR (jsonb_typeof(metadata) = 'object'::text))),
+    CONSTRAINT ck_messages_role_known CHECK (((format_version <> 2) OR (role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text, 'tool'::text])))),
+    CONSTRAINT ck_messages_sealed_with_key CHECK (((key_id IS NULL) = (sealed IS NULL))),
+    CONSTRAINT ck_messages_seq_non_negative CHECK ((seq >= 0)),
+    CONSTRAINT ck_messages_ts_nanos_below_a_microsecond CHECK ((ts_nanos IS NULL) OR (ts_nanos BETWEEN 1 AND 999 AND ts IS NOT NULL))
+);
+
+ALTER TABLE messages OWNER TO :"owner_role";
+
+ALTER TABLE ONLY messages
+    ADD CONSTRAINT pk_messages PRIMARY KEY (session_id, seq);
+
+CREATE INDEX ix_messages_key_id ON messages USING btree (key_id) WHERE (key_id IS NOT NULL);
+
+CREATE TABLE summaries (
+    session_id text NOT NULL,
+    summary_version integer NOT NULL,
+    text text NOT NULL,
+    covers_until integer NOT NULL,
+    token_count integer,
+    format_version smallint NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    key_id bigint,
+    sealed bytea,
+    CONSTRAINT ck_summaries_covers_until_valid CHECK ((covers_until >= '-1'::integer)),
+    CONSTRAINT ck_summaries_sealed_with_key CHECK (((key_id IS NULL) = (sealed IS NULL))),
+    CONSTRAINT ck_summaries_summary_version_positive CHECK ((summary_version >= 1))
+);
+
+ALTER TABLE summaries OWNER TO :"owner_role";
+
+ALTER TABLE ONLY summaries
+    ADD CONSTRAINT pk_summaries PRIMARY KEY (session_id, summary_version);
+
+CREATE INDEX ix_summaries_key_id ON summaries USING btree (key_id) WHERE (key_id IS NOT NULL);
+
+CREATE TABLE consultation_states (
+    session_id text NOT NULL,
+    version bigint NOT NULL,
+    stage text NOT NULL,
+    chief_complaint text,
+    body_parts text[] DEFAULT '{}'::text[] NOT NULL,
+    symptoms text[] DEFAULT '{}'::text[] NOT NULL,
+    red_flags text[] DEFAULT '{}'::text[] NOT NULL,
+    pain_level smallint,
+    duration text,
+    document jsonb NOT NULL,
+    format_version smallint NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    key_id bigint,
+    sealed bytea,
+    red_flag_count integer DEFAULT 0 NOT NULL,
+    symptom_count integer DEFAULT 0 NOT NULL,
+    body_part_count integer DEFAULT 0 NOT NULL,
+    has_chief_complaint boolean DEFAULT false NOT NULL,
+    has_symptom_duration boolean DEFAULT false NOT NULL,
+    CONSTRAINT ck_consultation_states_sealed_state_has_no_free_text CHECK (((key_id IS NULL) OR ((chief_complaint IS NULL) AND (duration IS NULL) AND (body_parts = '{}'::text[]) AND (symptoms = '{}'::text[]) AND (red_flags = '{}'::text[])))),
+    CONSTRAINT ck_consultation_states_sealed_with_key CHECK (((key_id IS NULL) = (sealed IS NULL))),
+    CONSTRAINT ck_consultation_states_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE consultation_states OWNER TO :"owner_role";
+
+ALTER TABLE ONLY consultation_states
+    ADD CONSTRAINT pk_consultation_states PRIMARY KEY (session_id);
+
+CREATE INDEX ix_consultation_states_key_id ON consultation_states USING btree (key_id) WHERE (key_id IS NOT NULL);
+
+CREATE TABLE consultation_state_history (
+    session_id text NOT NULL,
+    version bigint NOT NULL,
+    stage text NOT NULL,
+    chief_complaint text,
+    body_parts text[] DEFAULT '{}'::text[] NOT NULL,
+    symptoms text[] DEFAULT '{}'::text[] NOT NULL,
+    red_flags text[] DEFAULT '{}'::text[] NOT NULL,
+    pain_level smallint,
+    duration text,
+    document jsonb NOT NULL,
+    format_version smallint NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    key_id bigint,
+    sealed bytea,
+    red_flag_count integer DEFAULT 0 NOT NULL,
+    symptom_count integer DEFAULT 0 NOT NULL,
+    body_part_count integer DEFAULT 0 NOT NULL,
+    has_chief_complaint boolean DEFAULT false NOT NULL,
+    has_symptom_duration boolean DEFAULT false NOT NULL,
+    CONSTRAINT ck_consultation_state_history_sealed_state_has_no_free_text CHECK (((key_id IS NULL) OR ((chief_complaint IS NULL) AND (duration IS NULL) AND (body_parts = '{}'::text[]) AND (symptoms = '{}'::text[]) AND (red_flags = '{}'::text[])))),
+    CONSTRAINT ck_consultation_state_history_sealed_with_key CHECK (((key_id IS NULL) = (sealed IS NULL)))
+);
+
+ALTER TABLE consultation_state_history OWNER TO :"owner_role";
+
+ALTER TABLE ONLY consultation_state_history
+    ADD CONSTRAINT pk_consultation_state_history PRIMARY KEY (session_id, version);
+
+CREATE INDEX ix_consultation_state_history_key_id ON consultation_state_history USING btree (key_id) WHERE (key_id IS NOT NULL);
+
+CREATE TABLE user_profiles (
+    user_id text NOT NULL,
+    version bigint NOT NULL,
+    age smallint,
+    gender text,
+    exercise_habit text,
+    known_limitations text[] DEFAULT '{}'::text[] NOT NULL,
+    document jsonb NOT NULL,
+    format_version smallint NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    key_id bigint,
+    sealed bytea,
+    CONSTRAINT ck_user_profiles_sealed_with_key CHECK (((key_id IS NULL) = (sealed IS NULL))),
+    CONSTRAINT ck_user_profiles_user_id_length CHECK (((char_length(user_id) >= 1) AND (char_length(user_id) <= 255))),
+    CONSTRAINT ck_user_profiles_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE user_profiles OWNER TO :"owner_role";
+
+ALTER TABLE ONLY user_profiles
+    ADD CONSTRAINT pk_user_profiles PRIMARY KEY (user_id);
+
+CREATE INDEX ix_user_profiles_key_id ON user_profiles USING btree (key_id) WHERE (key_id IS NOT NULL);
+
+CREATE TABLE data_keys (
+    key_id bigint NOT NULL,
+    owner text NOT NULL,
+    master_key_id text NOT NULL,
+    wrapped bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    retired_at timestamp with time zone
+);
+
+ALTER TABLE data_keys OWNER TO :"owner_role";
+
+ALTER TABLE data_keys ALTER COLUMN key_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME data_keys_key_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY data_keys
+    ADD CONSTRAINT pk_data_keys PRIMARY KEY (key_id);
+
+CREATE UNIQUE INDEX ix_data_keys_current_owner ON data_keys USING btree (owner) WHERE (retired_at IS NULL);
+
+CREATE INDEX ix_data_keys_owner ON data_keys USING btree (owner);
+
+CREATE TABLE applied_session_writes (
+    session_id text NOT NULL,
+    write_id uuid NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE applied_session_writes OWNER TO :"owner_role";
+
+ALTER TABLE ONLY applied_session_writes
+    ADD CONSTRAINT pk_applied_session_writes PRIMARY KEY (session_id, write_id);
+
+CREATE INDEX ix_applied_session_writes_applied_at ON applied_session_writes USING btree (applied_at);
+
+CREATE TABLE applied_profile_writes (
+    user_id text NOT NULL,
+    write_id uuid NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE applied_profile_writes OWNER TO :"owner_role";
+
+ALTER TABLE ONLY applied_profile_writes
+    ADD CONSTRAINT pk_applied_profile_writes PRIMARY KEY (user_id, write_id);
+
+CREATE INDEX ix_applied_profile_writes_applied_at ON applied_profile_writes USING btree (applied_at);
+
+CREATE TABLE summary_jobs (
+    session_id text NOT NULL,
+    until_seq integer NOT NULL,
+    state text DEFAULT 'queued'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    run_after timestamp with time zone DEFAULT now() NOT NULL,
+    lease_token uuid,
+    lease_until timestamp with time zone,
+    enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_error text,
+    CONSTRAINT ck_summary_jobs_lease CHECK (((state = 'running'::text) = (lease_token IS NOT NULL))),
+    CONSTRAINT ck_summary_jobs_state CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'dead'::text])))
+);
+
+ALTER TABLE summary_jobs OWNER TO :"owner_role";
+
+ALTER TABLE ONLY summary_jobs
+    ADD CONSTRAINT pk_summary_jobs PRIMARY KEY (session_id);
+
+CREATE INDEX ix_summary_jobs_due ON summary_jobs USING btree (run_after) WHERE (state <> 'dead'::text);
+
+CREATE TABLE graph_checkpoints (
+    session_id text NOT NULL,
+    checkpoint_ns text NOT NULL,
+    checkpoint_id text NOT NULL,
+    parent_checkpoint_id text,
+    checkpoint_type text NOT NULL,
+    checkpoint bytea NOT NULL,
+    metadata jsonb NOT NULL,
+    messages_count integer,
+    messages_archive text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT ck_graph_checkpoints_messages CHECK (((messages_archive IS NULL) OR (messages_count IS NOT NULL)))
+);
+
+ALTER TABLE graph_checkpoints OWNER TO :"owner_role";
+
+ALTER TABLE ONLY graph_checkpoints
+    ADD CONSTRAINT pk_graph_checkpoints PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id);
+
+CREATE INDEX ix_graph_checkpoints_run_id ON graph_checkpoints USING btree (((metadata ->> 'run_id'::text)));
+
+CREATE TABLE graph_channel_values (
+    session_id text NOT NULL,
+    checkpoint_ns text NOT NULL,
+    channel text NOT NULL,
+    version text NOT NULL,
+    value_type text NOT NULL,
+    value bytea,
+    key_id bigint
+);
+
+ALTER TABLE graph_channel_values OWNER TO :"owner_role";
+
+ALTER TABLE ONLY graph_channel_values
+    ADD CONSTRAINT pk_graph_channel_values PRIMARY KEY (session_id, checkpoint_ns, channel, version);
+
+CREATE TABLE graph_writes (
+    session_id text NOT NULL,
+    checkpoint_ns text NOT NULL,
+    checkpoint_id text NOT NULL,
+    task_id text NOT NULL,
+    idx integer NOT NULL,
+    channel text NOT NULL,
+    value_type text NOT NULL,
+    value bytea NOT NULL,
+    task_path text NOT NULL,
+    key_id bigint
+);
+
+ALTER TABLE graph_writes OWNER TO :"owner_role";
+
+ALTER TABLE ONLY graph_writes
+    ADD CONSTRAINT pk_graph_writes PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx);
+
+CREATE TABLE ctxstore_roles (
+    kind text NOT NULL,
+    role_name text NOT NULL,
+    CONSTRAINT ck_ctxstore_roles_kind_known CHECK ((kind = ANY (ARRAY['owner'::text, 'app'::text, 'analytics'::text])))
+);
+
+ALTER TABLE ctxstore_roles OWNER TO :"owner_role";
+
+ALTER TABLE ONLY ctxstore_roles
+    ADD CONSTRAINT pk_ctxstore_roles PRIMARY KEY (kind);
+
+CREATE TABLE ctxstore_analytics_settings (
+    singleton boolean DEFAULT true NOT NULL,
+    min_group_size integer NOT NULL,
+    CONSTRAINT ck_ctxstore_analytics_settings_min_group_size_at_least_two CHECK ((min_group_size >= 2)),
+    CONSTRAINT ck_ctxstore_analytics_settings_one_row CHECK (singleton)
+);
+
+ALTER TABLE ctxstore_analytics_settings OWNER TO :"owner_role";
+
+ALTER TABLE ONLY ctxstore_analytics_settings
+    ADD CONSTRAINT pk_ctxstore_analytics_settings PRIMARY KEY (singleton);
+
+CREATE TABLE ctxstore_pseudonym_key (
+    singleton boolean DEFAULT true NOT NULL,
+    inner_pad bytea NOT NULL,
+    outer_pad bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT ck_ctxstore_pseudonym_key_one_row CHECK (singleton),
+    CONSTRAINT ck_ctxstore_pseudonym_key_pads_64_bytes CHECK (((octet_length(inner_pad) = 64) AND (octet_length(outer_pad) = 64)))
+);
+
+ALTER TABLE ctxstore_pseudonym_key OWNER TO :"owner_role";
+
+ALTER TABLE ONLY ctxstore_pseudonym_key
+    ADD CONSTRAINT pk_ctxstore_pseudonym_key PRIMARY KEY (singleton);
+
+CREATE TABLE analytics_value_cells (
+    kind text NOT NULL,
+    day date NOT NULL,
+    value text NOT NULL,
+    consultations integer NOT NULL,
+    CONSTRAINT ck_analytics_value_cells_consultations_positive CHECK ((consultations > 0))
+);
+
+ALTER TABLE analytics_value_cells OWNER TO :"owner_role";
+
+ALTER TABLE ONLY analytics_value_cells
+    ADD CONSTRAINT pk_analytics_value_cells PRIMARY KEY (kind, day, value);
+
+CREATE TABLE analytics_refreshed_days (
+    day date NOT NULL,
+    sessions integer NOT NULL,
+    fingerprint numeric NOT NULL,
+    min_group_size integer NOT NULL,
+    refreshed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE analytics_refreshed_days OWNER TO :"owner_role";
+
+ALTER TABLE ONLY analytics_refreshed_days
+    ADD CONSTRAINT pk_analytics_refreshed_days PRIMARY KEY (day);
+
+-- Alembic's own (it creates the table before the first revision runs).
+CREATE TABLE IF NOT EXISTS alembic_version (
+    version_num character varying(32) NOT NULL,
+    CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
+);
+
+ALTER TABLE alembic_version OWNER TO :"owner_role";
+
+-- ======================================================================================
+-- References between tables
+-- ======================================================================================
+
+ALTER TABLE ONLY consultation_state_history
+    ADD CONSTRAINT fk_consultation_state_history_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
+
+ALTER TABLE ONLY consultation_state_history
+    ADD CONSTRAINT fk_consultation_state_history_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY consultation_states
+    ADD CONSTRAINT fk_consultation_states_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
+
+ALTER TABLE ONLY consultation_states
+    ADD CONSTRAINT fk_consultation_states_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY graph_channel_values
+    ADD CONSTRAINT fk_graph_channel_values_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
+
+ALTER TABLE ONLY graph_channel_values
+    ADD CONSTRAINT fk_graph_channel_values_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY graph_checkpoints
+    ADD CONSTRAINT fk_graph_checkpoints_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY graph_writes
+    ADD CONSTRAINT fk_graph_writes_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
+
+ALTER TABLE ONLY graph_writes
+    ADD CONSTRAINT fk_graph_writes_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY messages
+    ADD CONSTRAINT fk_messages_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
+
+ALTER TABLE ONLY messages
+    ADD CONSTRAINT fk_messages_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY summaries
+    ADD CONSTRAINT fk_summaries_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
+
+ALTER TABLE ONLY summaries
+    ADD CONSTRAINT fk_summaries_session_id_sessions FOREIGN KEY (session_id) REFERENCES sessions(session_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY user_profiles
+    ADD CONSTRAINT fk_user_profiles_key_id_data_keys FOREIGN KEY (key_id) REFERENCES data_keys(key_id) DEFERRABLE INITIALLY DEFERRED;
+
+-- ======================================================================================
+-- Functions: the writes (each takes the session row lock first; see docs/design.md)
+-- ======================================================================================
+
+CREATE FUNCTION ctxstore_append_v7(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_rows ctxstore_message_row_v1[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_added integer := cardinality(p_rows);
+    v_sealed boolean := (p_rows[1]).key_id IS NOT NULL;
+    v_user text;
+    v_pass integer;
+    -- variables, not now() in the CASE: Citus refuses non-IMMUTABLE functions there
+    v_first timestamptz := coalesce(p_first_ts, now());
+    v_last timestamptz := coalesce(p_last_ts, now());
+BEGIN
+    IF p_user_id IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || p_user_id, 0));
+    END IF;
+    IF p_expected IS DISTINCT FROM 0 THEN
+        UPDATE sessions AS s
+           SET expires_at = now() + p_ttl,
+               turn_count = s.turn_count + p_turns,
+               first_activity_at = CASE WHEN s.message_count = 0 THEN v_first
+                                        ELSE s.first_activity_at END,
+               last_activity_at = v_last,
+               message_count = s.message_count + v_added,
+               content_hash = CASE WHEN s.message_count = 0 THEN p_added_hash
+                                   WHEN s.message_count = p_known_count
+                                    AND s.content_hash = p_known_hash
+                                   THEN p_extended_hash END,
+               version = s.version + 1,
+               user_id = coalesce(s.user_id, p_user_id),
+               updated_at = now()
+         WHERE s.session_id = p_session_id
+           AND (p_expected IS NULL OR s.version = p_expected)
+           AND (p_user_id IS NULL OR s.user_id IS NULL OR s.user_id = p_user_id)
+           AND s.message_count + v_added <= p_max_messages
+           AND (s.expires_at IS NULL OR s.expires_at > now())
+           -- a sealed chain is extended from the very hash stored, never left unknown
+           AND (NOT v_sealed OR s.message_count = 0
+                OR (s.message_count = p_known_count
+                    AND s.content_hash IS NOT DISTINCT FROM p_known_hash))
+        RETURNING s.message_count - v_added, s.version, s.user_id INTO start, version, v_user;
+        IF FOUND THEN
+            INSERT INTO messages (session_id, seq, role, content, turn_id, ts, ts_offset,
+                                  name, metadata, digest, token_count, format_version,
+                                  token_encoding, key_id, sealed, ts_nanos)
+            SELECT p_session_id, start + m.seq, m.role, m.content, m.turn_id,
+                   m.ts::timestamptz, m.ts_offset, m.name, m.metadata::jsonb, m.digest,
+                   m.token_count, m.format_version, m.token_encoding, m.key_id, m.sealed,
+                   m.ts_nanos
+              FROM unnest(p_rows) AS m;
+            IF cardinality(p_write_ids) > 0 THEN
+                INSERT INTO applied_session_writes (session_id, write_id)
+                SELECT p_session_id, w::uuid FROM unnest(p_write_ids) AS w
+                ON CONFLICT DO NOTHING;
+            END IF;
+        END IF;
+    END IF;
+    IF version IS NULL THEN
+        IF v_sealed AND p_expected IS DISTINCT FROM 0 THEN
+            -- Refused as it stands, read only (a refusal writes nothing, not even a
+            -- lock).  Else locked and read again, so that its hash stays what is checked
+            -- here until v6 extends it: before v6's lock on the session id, as the UPDATE
+            -- above may already hold the row (one it waited for, then found changed).
+            FOR v_pass IN 1..2 LOOP
+                IF v_pass = 1 THEN
+                    SELECT s.version, s.message_count, s.content_hash,
+                           NOT (s.expires_at IS NULL OR s.expires_at > now())
+                      INTO current_version, current_count, current_hash, current_expired
+                      FROM sessions AS s WHERE s.session_id = p_session_id;
+                ELSE
+                    SELECT s.version, s.message_count, s.content_hash,
+                           NOT (s.expires_at IS NULL OR s.expires_at > now())
+                      INTO current_version, current_count, current_hash, current_expired
+                      FROM sessions AS s WHERE s.session_id = p_session_id
+                       FOR NO KEY UPDATE;
+                END IF;
+                IF FOUND AND current_count > 0 AND NOT current_expired
+                   AND (current_count IS DISTINCT FROM p_known_count
+                        OR current_hash IS DISTINCT FROM p_known_hash) THEN
+                    RETURN;  -- refused, nothing written: the writer resumes the stored chain
+                END IF;
+            END LOOP;
+            current_version := NULL;
+            current_count := NULL;
+            current_hash := NULL;
+            current_expired := NULL;
+        END IF;
+        -- A new session, one that can't take the messages, another user's, or a race: v6.
+        SELECT a.start, a.version, a.current_version, a.current_count, a.current_hash,
+               a.current_expired
+          INTO start, version, current_version, current_count, current_hash, current_expired
+          FROM ctxstore_append_v6(p_session_id, p_expected, p_user_id, p_ttl,
+                   p_max_messages, p_known_count, p_known_hash, p_added_hash,
+                   p_extended_hash, p_turns, p_first_ts, p_last_ts,
+                   ARRAY(SELECT m.seq FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.role FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.content FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.turn_id FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.ts FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.ts_offset FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.name FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.metadata::jsonb FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.digest FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.token_count FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.format_version FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.token_encoding FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.key_id FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.sealed FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   ARRAY(SELECT m.ts_nanos FROM unnest(p_rows) WITH ORDINALITY AS m
+                          ORDER BY m.ordinality),
+                   p_write_ids) AS a;
+        IF version IS NULL OR NOT v_sealed THEN
+            RETURN;  -- refused (nothing written), or plaintext: nothing more to check
+        END IF;
+        -- a statement of its own: Citus runs it on the session's shard, not as a subquery
+        SELECT s.user_id INTO v_user FROM sessions AS s WHERE s.session_id = p_session_id;
+    END IF;
+    -- The keys exist and are the session's own or its user's; else, as a destroyed key
+    -- (the writer forgets its keys and seals again).  Checked here, not in a function of
+    -- its own: a call begun before a downgrade must not find it dropped.
+    IF v_sealed AND EXISTS (
+        SELECT FROM unnest(p_rows) AS m
+         WHERE NOT EXISTS (SELECT FROM data_keys AS d
+                            WHERE d.key_id = m.key_id
+                              AND d.owner IN ('s:' || p_session_id, 'u:' || v_user))) THEN
+        RAISE EXCEPTION 'a data key this write was sealed under was destroyed, or is not '
+                        'the session''s (fk_messages_key_id_data_keys)'
+            USING ERRCODE = 'foreign_key_violation',
+                  CONSTRAINT = 'fk_messages_key_id_data_keys';
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_append_v7(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_rows ctxstore_message_row_v1[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_append_v6(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_added integer := cardinality(p_seq);
+    -- variables, not now() in the CASE: Citus refuses non-IMMUTABLE functions there
+    v_first timestamptz := coalesce(p_first_ts, now());
+    v_last timestamptz := coalesce(p_last_ts, now());
+BEGIN
+    IF p_user_id IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || p_user_id, 0));
+    END IF;
+    IF p_expected IS DISTINCT FROM 0 THEN
+        UPDATE sessions AS s
+           SET expires_at = now() + p_ttl,
+               turn_count = s.turn_count + p_turns,
+               first_activity_at = CASE WHEN s.message_count = 0 THEN v_first
+                                        ELSE s.first_activity_at END,
+               last_activity_at = v_last,
+               message_count = s.message_count + v_added,
+               content_hash = CASE WHEN s.message_count = 0 THEN p_added_hash
+                                   WHEN s.message_count = p_known_count
+                                    AND s.content_hash = p_known_hash
+                                   THEN p_extended_hash END,
+               version = s.version + 1,
+               user_id = coalesce(s.user_id, p_user_id),
+               updated_at = now()
+         WHERE s.session_id = p_session_id
+           AND (p_expected IS NULL OR s.version = p_expected)
+           AND (p_user_id IS NULL OR s.user_id IS NULL OR s.user_id = p_user_id)
+           AND s.message_count + v_added <= p_max_messages
+           AND (s.expires_at IS NULL OR s.expires_at > now())
+        RETURNING s.message_count - v_added, s.version INTO start, version;
+        IF FOUND THEN
+            INSERT INTO messages (session_id, seq, role, content, turn_id, ts, ts_offset,
+                          name, metadata, digest, token_count, format_version,
+                          token_encoding, key_id, sealed, ts_nanos)
+    SELECT p_session_id, start + m.seq, m.role, m.content, m.turn_id,
+           m.ts::timestamptz, m.ts_offset, m.name, m.metadata, m.digest,
+           m.token_count, m.format_version, m.token_encoding, m.key_id, m.sealed,
+           m.ts_nanos
+      FROM unnest(
+        p_seq, p_role, p_content, p_turn_id, p_ts, p_ts_offset, p_name, p_metadata,
+        p_digest, p_token_count, p_format_version, p_token_encoding, p_key_id, p_sealed, p_ts_nanos) AS m(seq, role, content, turn_id, ts,
+               ts_offset, name, metadata, digest, token_count, format_version,
+               token_encoding, key_id, sealed, ts_nanos);
+            IF p_key_id[1] IS NOT NULL THEN
+                PERFORM ctxstore_require_keys_v1(p_key_id, 'messages');
+            END IF;
+            IF cardinality(p_write_ids) > 0 THEN
+            INSERT INTO applied_session_writes (session_id, write_id)
+            SELECT p_session_id, w::uuid FROM unnest(p_write_ids) AS w
+            ON CONFLICT DO NOTHING;
+        END IF;
+            RETURN;
+        END IF;
+    END IF;
+    -- A new session, one that can't take the messages, another user's, or a race.
+    IF p_user_id IS NOT NULL THEN
+        -- creators of one session id take turns, so only the first claims it
+        PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore session ' || p_session_id, 0));
+    END IF;
+    
+    IF p_user_id IS NOT NULL AND EXISTS (
+        SELECT FROM sessions AS s
+         WHERE s.session_id = p_session_id AND s.user_id <> p_user_id
+           AND (s.expires_at IS NULL OR s.expires_at > now())
+           FOR UPDATE) THEN
+        RAISE EXCEPTION 'session % belongs to another user', quote_literal(p_session_id)
+            USING ERRCODE = 'CX001';
+    END IF;
+    SELECT a.start, a.version INTO start, version
+      FROM ctxstore_append_v2(p_session_id, p_expected, p_user_id, p_ttl, p_max_messages,
+               p_known_count, p_known_hash, p_added_hash, p_extended_hash, p_turns,
+               p_first_ts, p_last_ts, 
+        p_seq, p_role, p_content, p_turn_id, p_ts, p_ts_offset, p_name, p_metadata,
+        p_digest, p_token_count, p_format_version, p_token_encoding, p_key_id, p_sealed) AS a;
+    IF version IS NULL THEN
+        SELECT s.version, s.message_count, s.content_hash,
+               NOT (s.expires_at IS NULL OR s.expires_at > now())
+          INTO current_version, current_count, current_hash, current_expired
+          FROM sessions AS s WHERE s.session_id = p_session_id;
+    ELSE
+        IF EXISTS (SELECT FROM unnest(p_ts_nanos) AS n WHERE n IS NOT NULL) THEN
+            UPDATE messages AS t SET ts_nanos = n.nanos
+              FROM unnest(p_seq, p_ts_nanos) AS n(seq, nanos)
+             WHERE t.session_id = p_session_id AND t.seq = start + n.seq
+               AND n.nanos IS NOT NULL;
+        END IF;
+        IF cardinality(p_write_ids) > 0 THEN
+            INSERT INTO applied_session_writes (session_id, write_id)
+            SELECT p_session_id, w::uuid FROM unnest(p_write_ids) AS w
+            ON CONFLICT DO NOTHING;
+        END IF;
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_append_v6(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_append_v2(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], OUT start integer, OUT version bigint) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_added integer := cardinality(p_seq);
+    v_first timestamptz := coalesce(p_first_ts, now());
+    v_last timestamptz := coalesce(p_last_ts, now());
+BEGIN
+    LOOP
+        IF p_expected IS DISTINCT FROM 0 THEN
+            UPDATE sessions AS s
+               SET expires_at = now() + p_ttl,
+                   turn_count = s.turn_count + p_turns,
+                   first_activity_at = CASE WHEN s.message_count = 0 THEN v_first
+                                            ELSE s.first_activity_at END,
+                   last_activity_at = v_last,
+                   message_count = s.message_count + v_added,
+                   content_hash = CASE WHEN s.message_count = 0 THEN p_added_hash
+                                       WHEN s.message_count = p_known_count
+                                        AND s.content_hash = p_known_hash
+                                       THEN p_extended_hash END,
+                   version = s.version + 1,
+                   user_id = coalesce(p_user_id, s.user_id),
+                   updated_at = now()
+             WHERE s.session_id = p_session_id
+               AND (p_expected IS NULL OR s.version = p_expected)
+               AND s.message_count + v_added <= p_max_messages
+               AND (s.expires_at IS NULL OR s.expires_at > now())
+            RETURNING s.message_count - v_added, s.version INTO start, version;
+            EXIT WHEN FOUND;
+            -- A row this UPDATE didn't see may have committed since: only a row that is
+            -- there and can't take the messages ends the call (the caller reads why); one
+            -- that can is extended on the next turn of the loop.
+            IF p_expected IS NOT NULL
+               OR EXISTS (SELECT FROM sessions AS s
+                           WHERE s.session_id = p_session_id
+                             AND (s.message_count + v_added > p_max_messages
+                                  OR s.expires_at <= now())) THEN
+                RETURN;
+            END IF;
+        END IF;
+        INSERT INTO sessions AS s (session_id, user_id, message_count, content_hash, version,
+                                   expires_at, turn_count, first_activity_at, last_activity_at)
+        VALUES (p_session_id, p_user_id, v_added, p_added_hash, 1, now() + p_ttl, p_turns,
+                v_first, v_last)
+        ON CONFLICT (session_id) DO NOTHING
+        RETURNING 0, s.version INTO start, version;
+        EXIT WHEN FOUND OR p_expected = 0;
+        -- created meanwhile by another writer: extend it
+    END LOOP;
+    IF version IS NOT NULL THEN
+        PERFORM ctxstore_insert_messages_v1(p_session_id, start, 
+        p_seq, p_role, p_content, p_turn_id, p_ts, p_ts_offset, p_name, p_metadata,
+        p_digest, p_token_count, p_format_version, p_token_encoding, p_key_id, p_sealed);
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_append_v2(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], OUT start integer, OUT version bigint) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_append_if_unchanged_v3(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_known_count integer, p_known_hash bytea, p_new_count integer, p_new_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[]) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_version bigint;
+    v_last timestamptz := coalesce(p_last_ts, now());
+BEGIN
+    IF p_user_id IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || p_user_id, 0));
+    END IF;
+    UPDATE sessions AS s
+       SET message_count = p_new_count, content_hash = p_new_hash, version = s.version + 1,
+           updated_at = now(), user_id = coalesce(s.user_id, p_user_id),
+           expires_at = now() + p_ttl, turn_count = s.turn_count + p_turns,
+           first_activity_at = coalesce(p_first_ts, s.first_activity_at),
+           last_activity_at = v_last
+     WHERE s.session_id = p_session_id AND s.message_count = p_known_count
+       AND s.content_hash = p_known_hash
+       AND (p_expected IS NULL OR s.version = p_expected)
+       AND (p_user_id IS NULL OR s.user_id IS NULL OR s.user_id = p_user_id)
+       AND (s.expires_at IS NULL OR s.expires_at > now())
+    RETURNING s.version INTO v_version;
+    IF FOUND THEN
+        PERFORM ctxstore_insert_messages_v2(p_session_id, p_known_count, 
+        p_seq, p_role, p_content, p_turn_id, p_ts, p_ts_offset, p_name, p_metadata,
+        p_digest, p_token_count, p_format_version, p_token_encoding, p_key_id, p_sealed, p_ts_nanos);
+        IF cardinality(p_write_ids) > 0 THEN
+            INSERT INTO applied_session_writes (session_id, write_id)
+            SELECT p_session_id, w::uuid FROM unnest(p_write_ids) AS w
+            ON CONFLICT DO NOTHING;
+        END IF;
+        RETURN v_version;
+    END IF;
+    
+    IF p_user_id IS NOT NULL AND EXISTS (
+        SELECT FROM sessions AS s
+         WHERE s.session_id = p_session_id AND s.user_id <> p_user_id
+           AND (s.expires_at IS NULL OR s.expires_at > now())
+           FOR UPDATE) THEN
+        RAISE EXCEPTION 'session % belongs to another user', quote_literal(p_session_id)
+            USING ERRCODE = 'CX001';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+ALTER FUNCTION ctxstore_append_if_unchanged_v3(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_known_count integer, p_known_hash bytea, p_new_count integer, p_new_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[]) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_insert_messages_v2(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO messages (session_id, seq, role, content, turn_id, ts, ts_offset, name,
+                          metadata, digest, token_count, format_version, token_encoding,
+                          key_id, sealed, ts_nanos)
+    SELECT s.session_id, p_start + m.seq, m.role, m.content, m.turn_id, m.ts::timestamptz,
+           m.ts_offset, m.name, m.metadata, m.digest, m.token_count, m.format_version,
+           m.token_encoding, m.key_id, m.sealed, m.ts_nanos
+      FROM sessions AS s,
+           unnest(
+        p_seq, p_role, p_content, p_turn_id, p_ts, p_ts_offset, p_name, p_metadata,
+        p_digest, p_token_count, p_format_version, p_token_encoding, p_key_id, p_sealed, p_ts_nanos) AS m(seq, role, content, turn_id, ts, ts_offset, name,
+                       metadata, digest, token_count, format_version, token_encoding,
+                       key_id, sealed, ts_nanos)
+     WHERE s.session_id = p_session_id;
+    IF p_key_id[1] IS NOT NULL THEN
+        PERFORM ctxstore_require_keys_v1(p_key_id, 'messages');
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_insert_messages_v2(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[]) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_insert_messages_v1(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO messages (session_id, seq, role, content, turn_id, ts, ts_offset, name,
+                          metadata, digest, token_count, format_version, token_encoding,
+                          key_id, sealed)
+    SELECT s.session_id, p_start + m.seq, m.role, m.content, m.turn_id, m.ts::timestamptz,
+           m.ts_offset, m.name, m.metadata, m.digest, m.token_count, m.format_version,
+           m.token_encoding, m.key_id, m.sealed
+      FROM sessions AS s,
+           unnest(
+        p_seq, p_role, p_content, p_turn_id, p_ts, p_ts_offset, p_name, p_metadata,
+        p_digest, p_token_count, p_format_version, p_token_encoding, p_key_id, p_sealed) AS m(seq, role, content, turn_id, ts, ts_offset, name,
+                       metadata, digest, token_count, format_version, token_encoding,
+                       key_id, sealed)
+     WHERE s.session_id = p_session_id;
+    IF p_key_id[1] IS NOT NULL THEN
+        PERFORM ctxstore_require_keys_v1(p_key_id, 'messages');
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_insert_messages_v1(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[]) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_require_keys_v1(p_key_ids bigint[], p_table text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF EXISTS (SELECT FROM unnest(p_key_ids) AS k(key_id)
+                WHERE k.key_id IS NOT NULL
+                  AND NOT EXISTS (SELECT FROM data_keys AS d WHERE d.key_id = k.key_id)) THEN
+        -- the constraint named in the message too: Citus relays a worker's error without
+        -- its constraint field
+        RAISE EXCEPTION 'a data key this write was sealed under was destroyed (%)',
+                        'fk_' || p_table || '_key_id_data_keys'
+            USING ERRCODE = 'foreign_key_violation',
+                  CONSTRAINT = 'fk_' || p_table || '_key_id_data_keys';
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_require_keys_v1(p_key_ids bigint[], p_table text) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_insert_summary_v1(p_session_id text, p_expected integer, p_text text, p_covers_until integer, p_token_count integer, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT summary_version integer, OUT text text, OUT covers_until integer, OUT token_count integer, OUT format_version smallint, OUT created_at timestamp with time zone, OUT key_id bigint, OUT sealed bytea) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_count integer;
+    v_latest integer;
+BEGIN
+    SELECT s.message_count INTO v_count FROM sessions AS s
+     WHERE s.session_id = p_session_id AND (s.expires_at IS NULL OR s.expires_at > now())
+       FOR NO KEY UPDATE;
+    IF NOT FOUND OR v_count <= p_covers_until THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(max(m.summary_version), 0) INTO v_latest
+      FROM summaries AS m WHERE m.session_id = p_session_id;
+    IF p_expected IS NOT NULL AND v_latest <> p_expected THEN
+        RETURN;
+    END IF;
+    INSERT INTO summaries AS n (session_id, summary_version, text, covers_until,
+                                token_count, format_version, key_id, sealed)
+    VALUES (p_session_id, v_latest + 1, p_text, p_covers_until, p_token_count,
+            p_format_version, p_key_id, p_sealed)
+    RETURNING n.summary_version, n.text, n.covers_until, n.token_count, n.format_version,
+              n.created_at, n.key_id, n.sealed
+         INTO summary_version, text, covers_until, token_count, format_version, created_at,
+              key_id, sealed;
+    PERFORM ctxstore_require_keys_v1(ARRAY[p_key_id], 'summaries');
+END
+$$;
+
+ALTER FUNCTION ctxstore_insert_summary_v1(p_session_id text, p_expected integer, p_text text, p_covers_until integer, p_token_count integer, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT summary_version integer, OUT text text, OUT covers_until integer, OUT token_count integer, OUT format_version smallint, OUT created_at timestamp with time zone, OUT key_id bigint, OUT sealed bytea) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_write_state_v2(p_session_id text, p_expected bigint, p_stage text, p_chief_complaint text, p_body_parts text[], p_symptoms text[], p_red_flags text[], p_pain_level smallint, p_duration text, p_red_flag_count integer, p_symptom_count integer, p_body_part_count integer, p_has_chief_complaint boolean, p_has_symptom_duration boolean, p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT version bigint, OUT updated_at timestamp with time zone) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM FROM sessions AS s
+     WHERE s.session_id = p_session_id AND (s.expires_at IS NULL OR s.expires_at > now())
+       FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF p_expected IS DISTINCT FROM 0 THEN
+        UPDATE consultation_states AS c
+           SET version = c.version + 1, (stage, chief_complaint, body_parts, symptoms, red_flags, pain_level, duration, red_flag_count, symptom_count, body_part_count, has_chief_complaint, has_symptom_duration, document, format_version, key_id, sealed) = (p_stage, p_chief_complaint, p_body_parts, p_symptoms, p_red_flags, p_pain_level, p_duration, p_red_flag_count, p_symptom_count, p_body_part_count, p_has_chief_complaint, p_has_symptom_duration, p_document, p_format_version, p_key_id, p_sealed), updated_at = now()
+         WHERE c.session_id = p_session_id AND (p_expected IS NULL OR c.version = p_expected)
+        RETURNING c.version, c.updated_at INTO version, updated_at;
+    END IF;
+    IF version IS NULL AND (p_expected IS NULL OR p_expected = 0) THEN
+        INSERT INTO consultation_states AS c (session_id, version, stage, chief_complaint, body_parts, symptoms, red_flags, pain_level, duration, red_flag_count, symptom_count, body_part_count, has_chief_complaint, has_symptom_duration, document, format_version, key_id, sealed)
+        VALUES (p_session_id, 1, p_stage, p_chief_complaint, p_body_parts, p_symptoms, p_red_flags, p_pain_level, p_duration, p_red_flag_count, p_symptom_count, p_body_part_count, p_has_chief_complaint, p_has_symptom_duration, p_document, p_format_version, p_key_id, p_sealed)
+        ON CONFLICT (session_id) DO NOTHING
+        RETURNING c.version, c.updated_at INTO version, updated_at;
+    END IF;
+    IF version IS NULL THEN
+        RETURN;
+    END IF;
+    INSERT INTO consultation_state_history (session_id, version, stage, chief_complaint, body_parts, symptoms, red_flags, pain_level, duration, red_flag_count, symptom_count, body_part_count, has_chief_complaint, has_symptom_duration, document, format_version, key_id, sealed, created_at)
+    VALUES (p_session_id, version, p_stage, p_chief_complaint, p_body_parts, p_symptoms, p_red_flags, p_pain_level, p_duration, p_red_flag_count, p_symptom_count, p_body_part_count, p_has_chief_complaint, p_has_symptom_duration, p_document, p_format_version, p_key_id, p_sealed, updated_at);
+    PERFORM ctxstore_require_keys_v1(ARRAY[p_key_id], 'consultation_states');
+END
+$$;
+
+ALTER FUNCTION ctxstore_write_state_v2(p_session_id text, p_expected bigint, p_stage text, p_chief_complaint text, p_body_parts text[], p_symptoms text[], p_red_flags text[], p_pain_level smallint, p_duration text, p_red_flag_count integer, p_symptom_count integer, p_body_part_count integer, p_has_chief_complaint boolean, p_has_symptom_duration boolean, p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT version bigint, OUT updated_at timestamp with time zone) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_write_profile_v1(p_user_id text, p_expected bigint, p_age smallint, p_gender text, p_exercise_habit text, p_known_limitations text[], p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_version bigint;
+BEGIN
+    LOOP
+        IF p_expected IS DISTINCT FROM 0 THEN
+            UPDATE user_profiles AS p
+               SET version = p.version + 1,
+                   (age, gender, exercise_habit, known_limitations, document,
+                    format_version, key_id, sealed)
+                 = (p_age, p_gender, p_exercise_habit, p_known_limitations, p_document,
+                    p_format_version, p_key_id, p_sealed),
+                   updated_at = now()
+             WHERE p.user_id = p_user_id AND (p_expected IS NULL OR p.version = p_expected)
+            RETURNING p.version INTO v_version;
+            EXIT WHEN FOUND OR p_expected IS NOT NULL;
+        END IF;
+        INSERT INTO user_profiles AS p (user_id, version, age, gender, exercise_habit,
+            known_limitations, document, format_version, key_id, sealed)
+        VALUES (p_user_id, 1, p_age, p_gender, p_exercise_habit, p_known_limitations,
+                p_document, p_format_version, p_key_id, p_sealed)
+        ON CONFLICT (user_id) DO NOTHING
+        RETURNING p.version INTO v_version;
+        EXIT WHEN FOUND OR p_expected = 0;
+        -- created meanwhile by another writer: update it
+    END LOOP;
+    IF v_version IS NOT NULL THEN
+        PERFORM ctxstore_require_keys_v1(ARRAY[p_key_id], 'user_profiles');
+    END IF;
+    RETURN v_version;
+END
+$$;
+
+ALTER FUNCTION ctxstore_write_profile_v1(p_user_id text, p_expected bigint, p_age smallint, p_gender text, p_exercise_habit text, p_known_limitations text[], p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_delete_session_v1(p_session_id text, p_expired_only boolean) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_deleted boolean;
+BEGIN
+    DELETE FROM sessions
+     WHERE session_id = p_session_id AND (NOT p_expired_only OR expires_at <= now());
+    v_deleted := FOUND;
+    IF v_deleted AND EXISTS (SELECT FROM data_keys WHERE owner = 's:' || p_session_id) THEN
+        DELETE FROM data_keys WHERE owner = 's:' || p_session_id;
+    END IF;
+    RETURN v_deleted;
+END
+$$;
+
+ALTER FUNCTION ctxstore_delete_session_v1(p_session_id text, p_expired_only boolean) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_purge_batch_v1(p_batch_size integer, p_age interval) RETURNS SETOF integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_ids text[];
+    v_owners text[] := '{}';
+    v_row record;
+BEGIN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    IF p_age IS NULL THEN
+        -- expires_hour (indexed) is never later than expires_at: no expired session missed
+        v_ids := ARRAY(SELECT session_id FROM sessions
+                        WHERE expires_hour <= now() AND expires_at <= now()
+                        ORDER BY expires_hour LIMIT p_batch_size);
+    ELSE
+        v_ids := ARRAY(SELECT session_id FROM sessions WHERE updated_at < now() - p_age
+                        LIMIT p_batch_size);
+    END IF;
+    IF cardinality(v_ids) = 0 THEN
+        RETURN;
+    END IF;
+    FOR v_row IN DELETE FROM sessions
+                  WHERE session_id = ANY(v_ids)
+                    AND (expires_at <= now() OR updated_at < now() - p_age)
+                 RETURNING session_id, message_count LOOP
+        v_owners := v_owners || ('s:' || v_row.session_id);
+        RETURN NEXT v_row.message_count;
+    END LOOP;
+    IF EXISTS (SELECT FROM data_keys WHERE owner = ANY(v_owners)) THEN
+        DELETE FROM data_keys WHERE owner = ANY(v_owners);
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_purge_batch_v1(p_batch_size integer, p_age interval) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_erase_user_sessions_v2(p_user_id text, OUT session_ids text[], OUT messages bigint, OUT summaries bigint, OUT states bigint, OUT state_changes bigint) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_keys bigint[];
+    v_holding text[] := '{}';
+    v_row record;
+BEGIN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    -- Writers naming the user hold this lock shared from their start: the erasure waits
+    -- for those in flight and holds off new ones, before any row lock (no deadlock).
+    PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore user ' || p_user_id, 0));
+    v_keys := ARRAY(SELECT key_id FROM data_keys WHERE owner = 'u:' || p_user_id);
+    IF cardinality(v_keys) > 0 THEN
+        v_holding := ARRAY(
+            SELECT t.session_id FROM messages AS t WHERE t.key_id = ANY(v_keys)
+            UNION SELECT t.session_id FROM summaries AS t WHERE t.key_id = ANY(v_keys)
+            UNION SELECT t.session_id FROM consultation_states AS t
+                   WHERE t.key_id = ANY(v_keys)
+            UNION SELECT t.session_id FROM consultation_state_history AS t
+                   WHERE t.key_id = ANY(v_keys));
+    END IF;
+    session_ids := '{}';
+    messages := 0;
+    FOR v_row IN UPDATE sessions SET user_id = user_id
+                  WHERE user_id = p_user_id OR session_id = ANY(v_holding)
+                 RETURNING session_id, message_count LOOP
+        session_ids := session_ids || v_row.session_id;
+        messages := messages + v_row.message_count;
+    END LOOP;
+    session_ids := ARRAY(SELECT unnest(session_ids) ORDER BY 1);
+    SELECT count(*) INTO summaries FROM summaries AS t WHERE t.session_id = ANY(session_ids);
+    SELECT count(*) INTO states FROM consultation_states AS t
+     WHERE t.session_id = ANY(session_ids);
+    SELECT count(*) INTO state_changes FROM consultation_state_history AS t
+     WHERE t.session_id = ANY(session_ids);
+    IF cardinality(session_ids) > 0 THEN
+        DELETE FROM sessions AS t WHERE t.session_id = ANY(session_ids);
+    END IF;
+END
+$$;
+
+ALTER FUNCTION ctxstore_erase_user_sessions_v2(p_user_id text, OUT session_ids text[], OUT messages bigint, OUT summaries bigint, OUT states bigint, OUT state_changes bigint) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_sessions_to_reencrypt_v1(p_after text, p_batch_size integer) RETURNS TABLE(session_id text, user_id text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids text[];
+BEGIN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    v_ids := ARRAY(
+        SELECT s.session_id FROM sessions AS s
+         WHERE s.session_id > p_after
+           AND (EXISTS (SELECT FROM messages AS t WHERE t.session_id = s.session_id
+                          AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
+             OR EXISTS (SELECT FROM summaries AS t WHERE t.session_id = s.session_id
+                          AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
+             OR EXISTS (SELECT FROM consultation_states AS t
+                         WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL)))
+             OR EXISTS (SELECT FROM consultation_state_history AS t
+                         WHERE t.session_id = s.session_id AND (t.key_id IS NULL OR t.key_id IN
+                               (SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL))))
+         ORDER BY s.session_id LIMIT p_batch_size);
+    RETURN QUERY
+        UPDATE sessions AS s SET user_id = s.user_id WHERE s.session_id = ANY(v_ids)
+        RETURNING s.session_id, s.user_id;
+END
+$$;
+
+ALTER FUNCTION ctxstore_sessions_to_reencrypt_v1(p_after text, p_batch_size integer) OWNER TO :"owner_role";
+
+CREATE FUNCTION ctxstore_delete_unused_retired_keys_v1() RETURNS SETOF bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_retired bigint[];
+    v_used bigint[];
+BEGIN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    v_retired := ARRAY(SELECT key_id FROM data_keys WHERE retired_at IS NOT NULL
+                        ORDER BY key_id FOR UPDATE);
+    IF cardinality(v_retired) = 0 THEN
+        RETURN;
+    END IF;
+    -- a new statement, a new snapshot: every row committed before the lock
+    v_used := ARRAY(
+        SELECT key_id FROM messages WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM summaries WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM consultation_states WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM consultation_state_history WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM user_profiles WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM graph_channel_values WHERE key_id = ANY(v_retired)
+        UNION SELECT key_id FROM graph_writes WHERE key_id = ANY(v_retired));
+    RETURN QUERY
+        DELETE FROM data_keys
+         WHERE key_id = ANY(v_retired) AND key_id <> ALL(v_used)
+        RETURNING key_id;
+END
+$$;
+
+ALTER FUNCTION ctxstore_delete_unused_retired_keys_v1() OWNER TO :"owner_role";
+
+-- ======================================================================================
+-- Functions: the analytics reports (SECURITY DEFINER, for the analytics role)
+-- ======================================================================================
+
+CREATE FUNCTION analytics_min_group_size_v1() RETURNS TABLE(min_group_size integer)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN QUERY SELECT st.min_group_size FROM ctxstore_analytics_settings AS st;
+END
+$$;
+
+ALTER FUNCTION analytics_min_group_size_v1() OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_overview_v3(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(consultations bigint, messages bigint, avg_turns numeric, red_flag_rate numeric, summarized_share numeric, median_minutes numeric, p90_minutes numeric)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_k integer := (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st);
+BEGIN
+    IF since <> date_trunc('day', since, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_overview_v3: since must be a whole day (UTC midnight), not %', since
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF until <> date_trunc('day', until, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_overview_v3: until must be a whole day (UTC midnight), not %', until
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT count(*),
+               coalesce(sum(c.message_count), 0)::bigint,
+               CASE WHEN count(*) >= $3 THEN round(avg(c.turn_count), 2) END,
+               CASE WHEN count(*) FILTER (WHERE c.has_red_flags) >= $3 AND count(*) - count(*) FILTER (WHERE c.has_red_flags) >= $3 THEN round(count(*) FILTER (WHERE c.has_red_flags)::numeric / count(*), 4) END,
+               CASE WHEN count(*) >= $3 THEN round(avg((c.summary_version > 0)::int), 4) END,
+               CASE WHEN count(*) >= $3 THEN round((percentile_cont(0.5) WITHIN GROUP (ORDER BY c.duration_seconds) / 60)::numeric, 1) END,
+               CASE WHEN count(*) >= $3 THEN round((percentile_cont(0.9) WITHIN GROUP (ORDER BY c.duration_seconds) / 60)::numeric, 1) END
+          FROM analytics_consultation_details AS c
+         WHERE ($1 IS NULL OR c.first_activity >= $1)
+           AND ($2 IS NULL OR c.first_activity < $2)
+    $q$ USING since, until, v_k;
+END
+$_$;
+
+ALTER FUNCTION analytics_overview_v3(since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_funnel_v2(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(stage text, reached bigint, ended_here bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+BEGIN
+    IF since <> date_trunc('day', since, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_funnel_v2: since must be a whole day (UTC midnight), not %', since
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF until <> date_trunc('day', until, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_funnel_v2: until must be a whole day (UTC midnight), not %', until
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF since IS NULL AND until IS NULL THEN
+        RETURN QUERY SELECT f.stage, f.reached, f.ended_here FROM analytics_stage_funnel AS f;
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT h.stage,
+               count(DISTINCT h.consultation),
+               count(DISTINCT h.consultation) FILTER (WHERE h.is_current)
+          FROM analytics_stage_history AS h
+         WHERE ($1 IS NULL OR h.first_activity >= $1)
+                 AND ($2 IS NULL OR h.first_activity < $2)
+         GROUP BY h.stage
+    $q$ USING since, until;
+END
+$_$;
+
+ALTER FUNCTION analytics_funnel_v2(since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_transitions_v2(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(from_stage text, to_stage text, transitions bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+BEGIN
+    IF since <> date_trunc('day', since, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_transitions_v2: since must be a whole day (UTC midnight), not %', since
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF until <> date_trunc('day', until, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_transitions_v2: until must be a whole day (UTC midnight), not %', until
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF since IS NULL AND until IS NULL THEN
+        RETURN QUERY SELECT t.from_stage, t.to_stage, t.transitions
+                       FROM analytics_stage_transitions AS t
+                      ORDER BY t.transitions DESC, t.from_stage NULLS FIRST, t.to_stage;
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT steps.from_stage, steps.to_stage, count(*)
+          FROM (SELECT lag(h.stage) OVER (PARTITION BY h.consultation ORDER BY h.version)
+                         AS from_stage,
+                       h.stage AS to_stage
+                  FROM analytics_stage_history AS h
+                 WHERE ($1 IS NULL OR h.first_activity >= $1)
+                 AND ($2 IS NULL OR h.first_activity < $2)) AS steps
+         WHERE steps.from_stage IS DISTINCT FROM steps.to_stage
+         GROUP BY steps.from_stage, steps.to_stage
+         ORDER BY count(*) DESC, steps.from_stage NULLS FIRST, steps.to_stage
+    $q$ USING since, until;
+END
+$_$;
+
+ALTER FUNCTION analytics_transitions_v2(since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_durations_v3(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(final_stage text, consultations bigint, median_minutes numeric, p90_minutes numeric, avg_turns numeric)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_k integer := (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st);
+BEGIN
+    IF since <> date_trunc('day', since, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_durations_v3: since must be a whole day (UTC midnight), not %', since
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF until <> date_trunc('day', until, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_durations_v3: until must be a whole day (UTC midnight), not %', until
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT c.stage,
+               count(*),
+               CASE WHEN count(*) >= $3 THEN round((percentile_cont(0.5) WITHIN GROUP (ORDER BY c.duration_seconds) / 60)::numeric, 1) END,
+               CASE WHEN count(*) >= $3 THEN round((percentile_cont(0.9) WITHIN GROUP (ORDER BY c.duration_seconds) / 60)::numeric, 1) END,
+               CASE WHEN count(*) >= $3 THEN round(avg(c.turn_count), 2) END
+          FROM analytics_consultation_details AS c
+         WHERE ($1 IS NULL OR c.first_activity >= $1)
+           AND ($2 IS NULL OR c.first_activity < $2)
+         GROUP BY c.stage
+         ORDER BY count(*) DESC, c.stage NULLS LAST
+    $q$ USING since, until, v_k;
+END
+$_$;
+
+ALTER FUNCTION analytics_durations_v3(since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_red_flags_v3(bucket text, since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(period timestamp with time zone, consultations bigint, with_red_flags bigint, rate numeric)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_k integer := (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st);
+BEGIN
+    IF since <> date_trunc('day', since, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_red_flags_v3: since must be a whole day (UTC midnight), not %', since
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF until <> date_trunc('day', until, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_red_flags_v3: until must be a whole day (UTC midnight), not %', until
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF bucket IS NULL OR bucket NOT IN ('day', 'week') THEN
+        RAISE EXCEPTION 'analytics_red_flags_v3: bucket must be day or week, not %', bucket
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY EXECUTE $q$
+        SELECT date_trunc($3, c.first_activity, 'UTC'),
+               count(*),
+               CASE WHEN count(*) FILTER (WHERE c.has_red_flags) >= $4 AND count(*) - count(*) FILTER (WHERE c.has_red_flags) >= $4 THEN count(*) FILTER (WHERE c.has_red_flags) END,
+               CASE WHEN count(*) FILTER (WHERE c.has_red_flags) >= $4 AND count(*) - count(*) FILTER (WHERE c.has_red_flags) >= $4 THEN round(count(*) FILTER (WHERE c.has_red_flags)::numeric / count(*), 4) END
+          FROM analytics_consultation_details AS c
+         WHERE ($1 IS NULL OR c.first_activity >= $1)
+           AND ($2 IS NULL OR c.first_activity < $2)
+         GROUP BY 1 ORDER BY 1
+    $q$ USING since, until, bucket, v_k;
+END
+$_$;
+
+ALTER FUNCTION analytics_red_flags_v3(bucket text, since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_frequencies_v3(kind text, since timestamp with time zone DEFAULT NULL::timestamp with time zone, until timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(value text, consultations bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF kind IS NULL OR kind NOT IN ('chief_complaint', 'body_part', 'symptom', 'red_flag', 'symptom_duration') THEN
+        RAISE EXCEPTION 'analytics_frequencies_v3: unknown kind %', kind
+            USING ERRCODE = '22023', HINT = 'use one of chief_complaint, body_part, symptom, red_flag, symptom_duration';
+    END IF;
+    IF since <> date_trunc('day', since, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_frequencies_v3: since must be a whole day (UTC midnight), not %', since
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF until <> date_trunc('day', until, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_frequencies_v3: until must be a whole day (UTC midnight), not %', until
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    -- The cells the last refresh stored, each shown again only if it passes today's k.
+    RETURN QUERY
+    SELECT c.value, sum(c.consultations)::bigint
+      FROM public.analytics_value_cells AS c
+      JOIN public.analytics_refreshed_days AS d ON d.day = c.day
+     WHERE c.kind = analytics_frequencies_v3.kind
+       AND (analytics_frequencies_v3.since IS NULL OR c.day >= (analytics_frequencies_v3.since AT TIME ZONE 'UTC')::date)
+       AND (analytics_frequencies_v3.until IS NULL OR c.day < (analytics_frequencies_v3.until AT TIME ZONE 'UTC')::date)
+       AND c.consultations >= (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st) AND d.sessions - c.consultations >= (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st)
+     GROUP BY c.value;
+END
+$$;
+
+ALTER FUNCTION analytics_frequencies_v3(kind text, since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
+
+-- ======================================================================================
+-- Views: what the analytics role reads (no clinical free text)
+-- ======================================================================================
+
+CREATE VIEW analytics_body_part_frequencies WITH (security_barrier='true') AS
+ SELECT f.value AS body_part,
+    f.consultations
+   FROM analytics_frequencies_v3('body_part'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+
+ALTER TABLE analytics_body_part_frequencies OWNER TO :"owner_role";
+
+CREATE VIEW analytics_complaint_frequencies WITH (security_barrier='true') AS
+ SELECT f.value AS chief_complaint,
+    f.consultations
+   FROM analytics_frequencies_v3('chief_complaint'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+
+ALTER TABLE analytics_complaint_frequencies OWNER TO :"owner_role";
+
+CREATE VIEW analytics_consultation_details WITH (security_barrier='true') AS
+ SELECT encode(sha256((k.outer_pad || sha256((k.inner_pad || convert_to(s.session_id, 'UTF8'::name))))), 'hex'::text) AS consultation,
+    c.stage,
+    (COALESCE(c.red_flag_count, 0) > 0) AS has_red_flags,
+    COALESCE(c.red_flag_count, 0) AS red_flag_count,
+    COALESCE(c.symptom_count, 0) AS symptom_count,
+    COALESCE(c.body_part_count, 0) AS body_part_count,
+    COALESCE(c.has_chief_complaint, false) AS has_chief_complaint,
+    COALESCE(c.has_symptom_duration, false) AS has_symptom_duration,
+    c.pain_level,
+    s.message_count,
+    s.turn_count,
+    s.first_activity_at AS first_activity,
+    EXTRACT(epoch FROM (s.last_activity_at - s.first_activity_at)) AS duration_seconds,
+    COALESCE(( SELECT max(su.summary_version) AS max
+           FROM summaries su
+          WHERE (su.session_id = s.session_id)), 0) AS summary_version,
+    COALESCE(c.version, (0)::bigint) AS state_version
+   FROM ((sessions s
+     CROSS JOIN ctxstore_pseudonym_key k)
+     LEFT JOIN consultation_states c ON ((c.session_id = s.session_id)));
+
+ALTER TABLE analytics_consultation_details OWNER TO :"owner_role";
+
+CREATE VIEW analytics_consultations WITH (security_barrier='true') AS
+ SELECT encode(sha256((k.outer_pad || sha256((k.inner_pad || convert_to(s.session_id, 'UTF8'::name))))), 'hex'::text) AS consultation,
+    c.stage,
+    (COALESCE(c.red_flag_count, 0) > 0) AS has_red_flags,
+    COALESCE(c.red_flag_count, 0) AS red_flag_count,
+    COALESCE(c.symptom_count, 0) AS symptom_count,
+    COALESCE(c.body_part_count, 0) AS body_part_count,
+    COALESCE(c.has_chief_complaint, false) AS has_chief_complaint,
+    COALESCE(c.has_symptom_duration, false) AS has_symptom_duration,
+    c.pain_level,
+    s.message_count,
+    s.turn_count,
+    ((s.first_activity_at AT TIME ZONE 'UTC'::text))::date AS first_day,
+        CASE
+            WHEN ((s.last_activity_at - s.first_activity_at) < '00:05:00'::interval) THEN 'under 5 min'::text
+            WHEN ((s.last_activity_at - s.first_activity_at) < '00:15:00'::interval) THEN '5-15 min'::text
+            WHEN ((s.last_activity_at - s.first_activity_at) < '01:00:00'::interval) THEN '15-60 min'::text
+            WHEN ((s.last_activity_at - s.first_activity_at) < '1 day'::interval) THEN '1-24 h'::text
+            WHEN ((s.last_activity_at - s.first_activity_at) >= '1 day'::interval) THEN 'over 1 day'::text
+            ELSE NULL::text
+        END AS duration_bucket,
+    COALESCE(( SELECT max(su.summary_version) AS max
+           FROM summaries su
+          WHERE (su.session_id = s.session_id)), 0) AS summary_version,
+    COALESCE(c.version, (0)::bigint) AS state_version
+   FROM ((sessions s
+     CROSS JOIN ctxstore_pseudonym_key k)
+     LEFT JOIN consultation_states c ON ((c.session_id = s.session_id)));
+
+ALTER TABLE analytics_consultations OWNER TO :"owner_role";
+
+CREATE VIEW analytics_red_flag_frequencies WITH (security_barrier='true') AS
+ SELECT f.value AS red_flag,
+    f.consultations
+   FROM analytics_frequencies_v3('red_flag'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+
+ALTER TABLE analytics_red_flag_frequencies OWNER TO :"owner_role";
+
+CREATE VIEW analytics_red_flags_daily WITH (security_barrier='true') AS
+ SELECT date_trunc('day'::text, s.first_activity_at, 'UTC'::text) AS day,
+    count(*) AS consultations,
+        CASE
+            WHEN ((count(*) FILTER (WHERE (c.red_flag_count > 0)) >= st.min_group_size) AND ((count(*) - count(*) FILTER (WHERE (c.red_flag_count > 0))) >= st.min_group_size)) THEN count(*) FILTER (WHERE (c.red_flag_count > 0))
+            ELSE NULL::bigint
+        END AS with_red_flags,
+        CASE
+            WHEN ((count(*) FILTER (WHERE (c.red_flag_count > 0)) >= st.min_group_size) AND ((count(*) - count(*) FILTER (WHERE (c.red_flag_count > 0))) >= st.min_group_size)) THEN round(((count(*) FILTER (WHERE (c.red_flag_count > 0)))::numeric / (count(*))::numeric), 4)
+            ELSE NULL::numeric
+        END AS rate
+   FROM ((sessions s
+     LEFT JOIN consultation_states c ON ((c.session_id = s.session_id)))
+     CROSS JOIN ctxstore_analytics_settings st)
+  GROUP BY (date_trunc('day'::text, s.first_activity_at, 'UTC'::text)), st.min_group_size;
+
+ALTER TABLE analytics_red_flags_daily OWNER TO :"owner_role";
+
+CREATE VIEW analytics_red_flags_weekly WITH (security_barrier='true') AS
+ SELECT date_trunc('week'::text, s.first_activity_at, 'UTC'::text) AS week,
+    count(*) AS consultations,
+        CASE
+            WHEN ((count(*) FILTER (WHERE (c.red_flag_count > 0)) >= st.min_group_size) AND ((count(*) - count(*) FILTER (WHERE (c.red_flag_count > 0))) >= st.min_group_size)) THEN count(*) FILTER (WHERE (c.red_flag_count > 0))
+            ELSE NULL::bigint
+        END AS with_red_flags,
+        CASE
+            WHEN ((count(*) FILTER (WHERE (c.red_flag_count > 0)) >= st.min_group_size) AND ((count(*) - count(*) FILTER (WHERE (c.red_flag_count > 0))) >= st.min_group_size)) THEN round(((count(*) FILTER (WHERE (c.red_flag_count > 0)))::numeric / (count(*))::numeric), 4)
+            ELSE NULL::numeric
+        END AS rate
+   FROM ((sessions s
+     LEFT JOIN consultation_states c ON ((c.session_id = s.session_id)))
+     CROSS JOIN ctxstore_analytics_settings st)
+  GROUP BY (date_trunc('week'::text, s.first_activity_at, 'UTC'::text)), st.min_group_size;
+
+ALTER TABLE analytics_red_flags_weekly OWNER TO :"owner_role";
+
+CREATE VIEW analytics_stage_changes WITH (security_barrier='true') AS
+ SELECT encode(sha256((k.outer_pad || sha256((k.inner_pad || convert_to(steps.session_id, 'UTF8'::name))))), 'hex'::text) AS consultation,
+    steps.version,
+    steps.from_stage,
+    steps.to_stage
+   FROM (( SELECT h.session_id,
+            h.version,
+            lag(h.stage) OVER (PARTITION BY h.session_id ORDER BY h.version) AS from_stage,
+            h.stage AS to_stage
+           FROM consultation_state_history h) steps
+     CROSS JOIN ctxstore_pseudonym_key k)
+  WHERE (steps.from_stage IS DISTINCT FROM steps.to_stage);
+
+ALTER TABLE analytics_stage_changes OWNER TO :"owner_role";
+
+CREATE VIEW analytics_stage_funnel WITH (security_barrier='true') AS
+ SELECT r.stage,
+    count(*) AS reached,
+    count(*) FILTER (WHERE (c.stage = r.stage)) AS ended_here
+   FROM (( SELECT DISTINCT consultation_state_history.session_id,
+            consultation_state_history.stage
+           FROM consultation_state_history) r
+     JOIN consultation_states c ON ((c.session_id = r.session_id)))
+  GROUP BY r.stage;
+
+ALTER TABLE analytics_stage_funnel OWNER TO :"owner_role";
+
+CREATE VIEW analytics_stage_history WITH (security_barrier='true') AS
+ SELECT encode(sha256((k.outer_pad || sha256((k.inner_pad || convert_to(h.session_id, 'UTF8'::name))))), 'hex'::text) AS consultation,
+    h.version,
+    h.stage,
+    (h.version = c.version) AS is_current,
+    date_trunc('day'::text, s.first_activity_at, 'UTC'::text) AS first_activity
+   FROM (((consultation_state_history h
+     JOIN sessions s ON ((s.session_id = h.session_id)))
+     LEFT JOIN consultation_states c ON ((c.session_id = h.session_id)))
+     CROSS JOIN ctxstore_pseudonym_key k);
+
+ALTER TABLE analytics_stage_history OWNER TO :"owner_role";
+
+CREATE VIEW analytics_stage_reached WITH (security_barrier='true') AS
+ SELECT DISTINCT encode(sha256((k.outer_pad || sha256((k.inner_pad || convert_to(h.session_id, 'UTF8'::name))))), 'hex'::text) AS consultation,
+    h.stage
+   FROM (consultation_state_history h
+     CROSS JOIN ctxstore_pseudonym_key k);
+
+ALTER TABLE analytics_stage_reached OWNER TO :"owner_role";
+
+CREATE VIEW analytics_stage_transitions WITH (security_barrier='true') AS
+ SELECT steps.from_stage,
+    steps.to_stage,
+    count(*) AS transitions
+   FROM ( SELECT lag(h.stage) OVER (PARTITION BY h.session_id ORDER BY h.version) AS from_stage,
+            h.stage AS to_stage
+           FROM consultation_state_history h) steps
+  WHERE (steps.from_stage IS DISTINCT FROM steps.to_stage)
+  GROUP BY steps.from_stage, steps.to_stage;
+
+ALTER TABLE analytics_stage_transitions OWNER TO :"owner_role";
+
+CREATE VIEW analytics_suppression WITH (security_barrier='true') AS
+ SELECT ctxstore_analytics_settings.min_group_size
+   FROM ctxstore_analytics_settings;
+
+ALTER TABLE analytics_suppression OWNER TO :"owner_role";
+
+CREATE VIEW analytics_symptom_duration_frequencies WITH (security_barrier='true') AS
+ SELECT f.value AS symptom_duration,
+    f.consultations
+   FROM analytics_frequencies_v3('symptom_duration'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+
+ALTER TABLE analytics_symptom_duration_frequencies OWNER TO :"owner_role";
+
+CREATE VIEW analytics_symptom_frequencies WITH (security_barrier='true') AS
+ SELECT f.value AS symptom,
+    f.consultations
+   FROM analytics_frequencies_v3('symptom'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+
+ALTER TABLE analytics_symptom_frequencies OWNER TO :"owner_role";
+
+-- ======================================================================================
+-- Who may do what
+-- ======================================================================================
+
+GRANT ALL ON SCHEMA public TO :"owner_role";
+GRANT USAGE ON SCHEMA public TO :"app_role";
+GRANT USAGE ON SCHEMA public TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_durations_v3(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_durations_v3(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_frequencies_v3(kind text, since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_frequencies_v3(kind text, since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_funnel_v2(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_funnel_v2(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_min_group_size_v1() FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_min_group_size_v1() TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_overview_v3(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_overview_v3(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_red_flags_v3(bucket text, since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_red_flags_v3(bucket text, since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_transitions_v2(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_transitions_v2(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION ctxstore_append_if_unchanged_v3(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_known_count integer, p_known_hash bytea, p_new_count integer, p_new_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_append_if_unchanged_v3(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_known_count integer, p_known_hash bytea, p_new_count integer, p_new_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[]) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_append_v2(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], OUT start integer, OUT version bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_append_v2(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], OUT start integer, OUT version bigint) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_append_v6(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_append_v6(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_append_v7(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_rows ctxstore_message_row_v1[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_append_v7(p_session_id text, p_expected bigint, p_user_id text, p_ttl interval, p_max_messages integer, p_known_count integer, p_known_hash bytea, p_added_hash bytea, p_extended_hash bytea, p_turns integer, p_first_ts timestamp with time zone, p_last_ts timestamp with time zone, p_rows ctxstore_message_row_v1[], p_write_ids text[], OUT start integer, OUT version bigint, OUT current_version bigint, OUT current_count integer, OUT current_hash bytea, OUT current_expired boolean) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_delete_session_v1(p_session_id text, p_expired_only boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_delete_session_v1(p_session_id text, p_expired_only boolean) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_delete_unused_retired_keys_v1() FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_delete_unused_retired_keys_v1() TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_erase_user_sessions_v2(p_user_id text, OUT session_ids text[], OUT messages bigint, OUT summaries bigint, OUT states bigint, OUT state_changes bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_erase_user_sessions_v2(p_user_id text, OUT session_ids text[], OUT messages bigint, OUT summaries bigint, OUT states bigint, OUT state_changes bigint) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_insert_messages_v1(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_insert_messages_v1(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[]) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_insert_messages_v2(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_insert_messages_v2(p_session_id text, p_start integer, p_seq integer[], p_role text[], p_content text[], p_turn_id text[], p_ts text[], p_ts_offset integer[], p_name text[], p_metadata jsonb[], p_digest bytea[], p_token_count integer[], p_format_version smallint[], p_token_encoding text[], p_key_id bigint[], p_sealed bytea[], p_ts_nanos smallint[]) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_insert_summary_v1(p_session_id text, p_expected integer, p_text text, p_covers_until integer, p_token_count integer, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT summary_version integer, OUT text text, OUT covers_until integer, OUT token_count integer, OUT format_version smallint, OUT created_at timestamp with time zone, OUT key_id bigint, OUT sealed bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_insert_summary_v1(p_session_id text, p_expected integer, p_text text, p_covers_until integer, p_token_count integer, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT summary_version integer, OUT text text, OUT covers_until integer, OUT token_count integer, OUT format_version smallint, OUT created_at timestamp with time zone, OUT key_id bigint, OUT sealed bytea) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_purge_batch_v1(p_batch_size integer, p_age interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_purge_batch_v1(p_batch_size integer, p_age interval) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_require_keys_v1(p_key_ids bigint[], p_table text) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_require_keys_v1(p_key_ids bigint[], p_table text) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_sessions_to_reencrypt_v1(p_after text, p_batch_size integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_sessions_to_reencrypt_v1(p_after text, p_batch_size integer) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_write_profile_v1(p_user_id text, p_expected bigint, p_age smallint, p_gender text, p_exercise_habit text, p_known_limitations text[], p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_write_profile_v1(p_user_id text, p_expected bigint, p_age smallint, p_gender text, p_exercise_habit text, p_known_limitations text[], p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_write_state_v2(p_session_id text, p_expected bigint, p_stage text, p_chief_complaint text, p_body_parts text[], p_symptoms text[], p_red_flags text[], p_pain_level smallint, p_duration text, p_red_flag_count integer, p_symptom_count integer, p_body_part_count integer, p_has_chief_complaint boolean, p_has_symptom_duration boolean, p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT version bigint, OUT updated_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_write_state_v2(p_session_id text, p_expected bigint, p_stage text, p_chief_complaint text, p_body_parts text[], p_symptoms text[], p_red_flags text[], p_pain_level smallint, p_duration text, p_red_flag_count integer, p_symptom_count integer, p_body_part_count integer, p_has_chief_complaint boolean, p_has_symptom_duration boolean, p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT version bigint, OUT updated_at timestamp with time zone) TO :"app_role";
+
+GRANT SELECT ON TABLE alembic_version TO :"app_role";
+
+GRANT SELECT ON TABLE analytics_body_part_frequencies TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_complaint_frequencies TO :"analytics_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE consultation_states TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE sessions TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE summaries TO :"app_role";
+
+GRANT SELECT ON TABLE analytics_consultations TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_red_flag_frequencies TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_red_flags_daily TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_red_flags_weekly TO :"analytics_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE consultation_state_history TO :"app_role";
+
+GRANT SELECT ON TABLE analytics_stage_changes TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_stage_funnel TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_stage_history TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_stage_reached TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_stage_transitions TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_suppression TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_symptom_duration_frequencies TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_symptom_frequencies TO :"analytics_role";
+
+GRANT SELECT,INSERT,DELETE ON TABLE applied_profile_writes TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE ON TABLE applied_session_writes TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE data_keys TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE graph_channel_values TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE graph_checkpoints TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE graph_writes TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE messages TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE summary_jobs TO :"app_role";
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE user_profiles TO :"app_role";
+
+-- ======================================================================================
+-- This database's settings and roles
+-- ======================================================================================
+
+INSERT INTO ctxstore_roles (kind, role_name) VALUES
+    ('owner', :'owner_role'),
+    ('app', :'app_role'),
+    ('analytics', :'analytics_role');
+
+INSERT INTO ctxstore_analytics_settings (min_group_size) VALUES (:min_group_size);
+
+-- The analytics pseudonyms' HMAC key, as its two pads: random, never leaves the database.
+DO $$
+DECLARE
+    padded bytea := sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text
+                                      || gen_random_uuid()::text, 'UTF8'))
+                    || decode(repeat('00', 32), 'hex');
+    ipad bytea := padded;
+    opad bytea := padded;
+BEGIN
+    FOR i IN 0..63 LOOP
+        ipad := set_byte(ipad, i, get_byte(padded, i) # 54);
+        opad := set_byte(opad, i, get_byte(padded, i) # 92);
+    END LOOP;
+    INSERT INTO ctxstore_pseudonym_key (inner_pad, outer_pad) VALUES (ipad, opad);
+END
+$$;
+
+-- Only this database's roles connect; no temporary objects for analytics.
+SELECT set_config('ctxstore.owner_role', :'owner_role', false),
+       set_config('ctxstore.app_role', :'app_role', false),
+       set_config('ctxstore.analytics_role', :'analytics_role', false);
+DO $$
+DECLARE
+    owner text := quote_ident(current_setting('ctxstore.owner_role'));
+    app text := quote_ident(current_setting('ctxstore.app_role'));
+    analytics text := quote_ident(current_setting('ctxstore.analytics_role'));
+    here text := quote_ident(current_database());
+BEGIN
+    EXECUTE format('REVOKE CONNECT, TEMPORARY ON DATABASE %s FROM PUBLIC', here);
+    EXECUTE format('GRANT CONNECT ON DATABASE %s TO %s, %s, %s', here, owner, app, analytics);
+    EXECUTE format('GRANT TEMPORARY ON DATABASE %s TO %s, %s', here, owner, app);
+END
+$$;
+
+RESET check_function_bodies;
