@@ -30,12 +30,12 @@ from tests.citus.cluster import CitusCluster, unavailable_reason
 
 from benchmarks.common import append_values, interleaved_medians, raw_connection, table
 from ctxstore import Message, PostgresStorage
-from ctxstore.analytics import run_report
+from ctxstore.commands.analytics import run_report
+from ctxstore.commands.sample import seed_sample
 from ctxstore.db import migrations
 from ctxstore.db.admin import create_database
 from ctxstore.db.distribute import distribute
 from ctxstore.db.engine import create_engine
-from ctxstore.sample import seed_sample
 from ctxstore.storage.postgres import sql
 
 TRIALS = 200
@@ -99,13 +99,13 @@ class Target:
 
         async def update_and_insert() -> None:
             assert self.raw is not None
-            arrays = append_values(turn(self.versions[session]))
+            new_rows = append_values(turn(self.versions[session]))["new_rows"]
             async with self.raw.transaction():
                 row = await self.raw.fetchrow(_BY_HAND_UPDATE, session, self.versions[session])
                 values: list[Any] = []
                 for offset in range(2):
-                    values += [session, row["start"] + offset]
-                    values += [arrays[f"new_{name}"][offset] for name in sql.MESSAGE_WRITE_COLUMNS]
+                    # a row's fields: its seq, then the columns in MESSAGE_WRITE_COLUMNS' order
+                    values += [session, row["start"] + offset, *new_rows[offset][1:]]
                 await self.raw.execute(insert, *values)
             self.versions[session] = row["version"]
 
@@ -117,7 +117,7 @@ class Target:
         async def whole() -> None:
             assert self.raw is not None
             messages = turn(self.versions[session])
-            _start, version = await sql.APPEND.fetchval(
+            _start, version, *_refusal = await sql.APPEND.fetchval(
                 self.raw, sid=session, user_id=None, added_hash=b"", ttl=None,
                 turns=1, first_ts=None, last_ts=None, known_count=None, known_hash=None,
                 extended_hash=None, max_messages=200_000, expected=self.versions[session],

@@ -74,7 +74,7 @@ def bench_database() -> Iterator[URL]:
 async def seeded_and_analyzed(storage: Any, sessions: int) -> Any:
     """``sessions`` sample consultations written through ``storage`` (a PostgresStorage),
     then ANALYZE, so the reports' plans are those of a table with statistics."""
-    from ctxstore.sample import seed_sample  # noqa: PLC0415
+    from ctxstore.commands.sample import seed_sample  # noqa: PLC0415
 
     seeded = await seed_sample(storage, sessions, concurrency=16)
     async with storage.engine.connect() as conn:
@@ -178,12 +178,14 @@ async def raw_pool(url: URL, size: int) -> asyncpg.Pool:
 
 
 def append_values(messages: list[Any]) -> dict[str, Any]:
-    """The column arrays of ctxstore's message writes, for raw_append."""
+    """The messages' parameters of ctxstore's append (one ctxstore_message_row_v1 each, no
+    journal write ids), for raw_append."""
     from ctxstore.storage.postgres import rows  # noqa: PLC0415
     from ctxstore.storage.rules import DEFAULT_LIMITS  # noqa: PLC0415
     from ctxstore.tokens import TokenCounter  # noqa: PLC0415
 
-    return rows.new_message_arrays(rows.batch(messages, TokenCounter(), DEFAULT_LIMITS))
+    new = rows.batch(messages, TokenCounter(), DEFAULT_LIMITS)
+    return {"new_rows": rows.new_message_rows(new), "write_ids": []}
 
 
 async def raw_append(
@@ -197,7 +199,7 @@ async def raw_append(
     the floor for append throughput.  Returns the new version."""
     from ctxstore.storage.postgres import sql  # noqa: PLC0415
 
-    _start, new_version = await sql.APPEND.fetchval(
+    _start, new_version, *_refusal = await sql.APPEND.fetchval(
         conn,
         sid=session,
         expected=version,

@@ -33,12 +33,13 @@ async def write_back_messages(
     Returns False when another writer got there first (nothing written).
     """
     new = rows.batch([message for _, message in upgraded], counter, DEFAULT_LIMITS, key, session_id)
-    arrays = rows.new_message_arrays(new)
-    arrays["new_seq"] = [position for position, _ in upgraded]
+    new_rows = rows.new_message_rows(new, [position for position, _ in upgraded])
+    names = ["new_seq", *(f"new_{column}" for column in sql.MESSAGE_WRITE_COLUMNS)]
+    columns = {name: [row[field] for row in new_rows] for field, name in enumerate(names)}
     async with driver.transaction():
         if await sql.CLAIM_SESSION.fetchval(driver, sid=session_id, version=version) is None:
             return False
-        await sql.REWRITE_MESSAGES.execute(driver, sid=session_id, **arrays)
+        await sql.REWRITE_MESSAGES.execute(driver, sid=session_id, **columns)
     return True
 
 

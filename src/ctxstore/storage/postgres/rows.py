@@ -54,7 +54,6 @@ from ctxstore.storage.rules import Limits
 from ctxstore.timestamps import activity_time, nanoseconds_of, postgres_timestamp
 from ctxstore.tokens import TokenCounter
 
-EMPTY_HASH = hashlib.sha256(b"").digest()
 unpack_length = struct.Struct(">I").unpack_from
 
 #: A data key by id: the keys a read needs, loaded beforehand (storage/postgres/keys.py),
@@ -161,18 +160,13 @@ def batch(
     )
 
 
-def new_message_arrays(new: Batch) -> dict[str, list[Any]]:
-    """The ``:new_*`` parameters of sql's message writes, built column by column."""
-    arrays = {f"new_{name}": build(new) for name, build in MESSAGE_VALUES.items()}
-    arrays["new_seq"] = list(range(len(new.messages)))
-    return arrays
-
-
-def new_message_rows(new: Batch) -> list[tuple[Any, ...]]:
-    """The append's ``:new_rows``: a ``ctxstore_message_row_v1`` a message (revision 0025),
-    its fields ``seq`` and the columns in the table's order (a test checks the type's)."""
+def new_message_rows(new: Batch, positions: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
+    """The ``:new_rows`` of every message write: a ``ctxstore_message_row_v1`` a message
+    (revision 0025), its fields ``seq`` (``positions``, else 0, 1, ...: added to where the
+    write starts) and the columns in the table's order (a test checks the type's)."""
     columns = [MESSAGE_VALUES[name](new) for name in sql.MESSAGE_WRITE_COLUMNS]
-    return list(zip(range(len(new.messages)), *columns, strict=True))
+    seqs = range(len(new.messages)) if positions is None else positions
+    return list(zip(seqs, *columns, strict=True))
 
 
 def digests_of(messages: Sequence[Message], limits: Limits) -> list[bytes]:
@@ -530,7 +524,7 @@ def state_values(
     bound to ``version``, the one the write stores) and its format.
 
     Sealed, the free text is NULL (empty): it is in the sealed document only, and the
-    analytics counts it from there (ctxstore.aggregates); the counts stay for the
+    analytics counts it from there (ctxstore.commands.aggregates); the counts stay for the
     per-consultation view."""
     document, key_id, sealed = _seal_document(state.document(), key, "state", session_id, version)
     plain = key is None

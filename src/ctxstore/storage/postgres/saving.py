@@ -130,7 +130,7 @@ async def append_if_unchanged(
         ttl=ttl,
         write_ids=list(carried()),  # recorded by the same call
         **extension.activity,
-        **rows.new_message_arrays(new),
+        new_rows=rows.new_message_rows(new),
     )
     return int(version) if version is not None else None
 
@@ -218,7 +218,7 @@ class LockedSave:
                 digests=digests[start:],
             )  # fmt: skip
             await sql.INSERT_MESSAGES.execute(
-                driver, sid=session_id, start=start, **rows.new_message_arrays(new)
+                driver, sid=session_id, start=start, new_rows=rows.new_message_rows(new)
             )
         version = await sql.FINISH_SAVE.fetchval(
             driver,

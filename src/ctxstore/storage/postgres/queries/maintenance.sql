@@ -13,7 +13,8 @@ UPDATE sessions SET content_hash = NULL
 RETURNING 1;
 
 -- name: rewrite_messages --
--- Rewrite messages.
+-- Rewrite messages: the rows' columns as arrays, cast as parameters (Citus refuses a STABLE
+-- cast, text to timestamptz, of a column in an UPDATE).
 UPDATE messages AS t
    SET (role, content, turn_id, ts, ts_offset, name, metadata, digest, token_count,
        format_version, token_encoding, key_id, sealed, ts_nanos) = (m.role, m.content,

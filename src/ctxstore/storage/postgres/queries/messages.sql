@@ -34,12 +34,9 @@ SELECT version, message_count, content_hash,
 
 -- name: append_if_unchanged --
 -- Save's fast path: the new messages, only if the session holds exactly the list the caller extended (the new version, else NULL); with the journal write ids it applies.
-SELECT ctxstore_append_if_unchanged_v3(
+SELECT ctxstore_append_if_unchanged_v4(
     :sid, :expected, :user_id, :ttl, :known_count, :known_hash, :new_count, :new_hash,
-    :turns, :first_ts, :last_ts,
-    :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
-    :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
-    :new_key_id, :new_sealed, :new_ts_nanos, :write_ids);
+    :turns, :first_ts, :last_ts, :new_rows, :write_ids);
 
 -- name: append --
 -- A turn's messages (one ctxstore_message_row_v1 each) at the positions the session row hands out, with the journal write ids it applies: (start, version), both NULL when the session refused them, then the session's version, count, hash and expiry as the refusal saw them.
@@ -82,11 +79,7 @@ DELETE FROM messages WHERE session_id = :sid AND seq >= :start;
 
 -- name: insert_messages --
 -- Messages at positions :start + :new_seq, in the locked save's transaction.
-SELECT ctxstore_insert_messages_v2(
-    :sid, :start,
-    :new_seq, :new_role, :new_content, :new_turn_id, :new_ts, :new_ts_offset, :new_name,
-    :new_metadata, :new_digest, :new_token_count, :new_format_version, :new_token_encoding,
-    :new_key_id, :new_sealed, :new_ts_nanos);
+SELECT ctxstore_insert_messages_v3(:sid, :start, :new_rows);
 
 -- name: finish_save --
 -- Finish save: the version moves only if the list changed.
