@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import EngineSettings, Message, PostgresStorage, create_engine
+from ctxstore import EngineSettings, Message, PostgresStorage
 
 
 def turn(text: str) -> list[Message]:
@@ -39,14 +39,12 @@ async def test_statements_are_prepared_once_per_connection(database_url: URL) ->
     assert len(statements) == len(set(statements))  # each prepared once, then reused
 
 
-async def test_a_shared_engine_lends_its_settings_to_the_storage_pool(database_url: URL) -> None:
-    engine = create_engine(database_url, EngineSettings(application_name="shared-app"))
-    try:
-        async with PostgresStorage(engine) as storage, storage.driver() as driver:
-            assert await driver.fetchval("SHOW application_name") == "shared-app"
-            assert await driver.fetchval("SHOW lock_timeout") == "10s"
-    finally:
-        await engine.dispose()
+async def test_the_settings_reach_the_storage_pool(database_url: URL) -> None:
+    settings = EngineSettings(application_name="shared-app")
+    storage = PostgresStorage(database_url, settings=settings)
+    async with storage, storage.driver() as driver:
+        assert await driver.fetchval("SHOW application_name") == "shared-app"
+        assert await driver.fetchval("SHOW lock_timeout") == "10s"
 
 
 async def test_a_call_cancelled_mid_statement_never_lends_its_connection_again(

@@ -10,15 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import (
-    CorruptDataError,
-    EngineSettings,
-    Message,
-    PostgresStorage,
-    StorageError,
-    UnsupportedFormatError,
-    create_engine,
-)
+from ctxstore import EngineSettings, Message, PostgresStorage
+from ctxstore.db.engine import create_engine
+from ctxstore.errors import CorruptDataError, StorageError, UnsupportedFormatError
 from ctxstore.storage.postgres import sql as sql_statements
 
 
@@ -223,15 +217,17 @@ async def test_a_format_1_row_loads_without_turn_id_or_timestamp(
     assert all(m.turn_id is None and m.timestamp is None for m in loaded)
 
 
-async def test_a_shared_engine_stays_open_after_close(database_url: URL) -> None:
-    engine = create_engine(database_url)
-    try:
-        async with PostgresStorage(engine) as storage:
-            await storage.save("shared", history(1))
-        async with engine.connect() as conn:
+async def test_one_pool_and_an_engine_only_when_asked(database_url: URL) -> None:
+    """The storage's calls use its one pool; ``storage.engine`` (reports, admin code) is
+    made on first use, on the same database, and closed with the storage."""
+    async with PostgresStorage(database_url) as storage:
+        await storage.save("shared", history(1))
+        assert storage._engine is None
+        async with storage.engine.connect() as conn:
             assert await conn.scalar(text("SELECT count(*) FROM sessions")) == 1
-    finally:
-        await engine.dispose()
+        engine = storage.engine
+    assert storage._engine is None
+    assert engine.pool.checkedout() == 0
 
 
 async def test_engine_defaults_reach_the_server(pg_storage: PostgresStorage) -> None:

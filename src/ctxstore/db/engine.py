@@ -13,7 +13,6 @@ import json
 import os
 import ssl
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +106,12 @@ def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
         if "ssl" in options:
             raise ConfigurationError("the database URL gives both ssl and sslmode: keep one")
         options["ssl"] = options.pop("sslmode")
+    _refuse_unknown_options(options)
+    _check_option_values(options)
+    return options
+
+
+def _refuse_unknown_options(options: dict[str, str | tuple[str, ...]]) -> None:
     unknown = sorted(set(options) - _URL_OPTIONS)
     if unknown:
         accepted = ", ".join(sorted(_URL_OPTIONS | {"sslmode", "password"}))
@@ -114,6 +119,9 @@ def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
             f"unknown database URL option {unknown[0]!r}: the URL may set {accepted}; "
             "timeouts and the application name are EngineSettings"
         )
+
+
+def _check_option_values(options: dict[str, str | tuple[str, ...]]) -> None:
     ssl = options.get("ssl")
     if ssl is not None and ssl not in _SSL_MODES:
         raise ConfigurationError(
@@ -130,7 +138,6 @@ def _checked_options(url: URL) -> dict[str, str | tuple[str, ...]]:
         raise ConfigurationError(
             "the database URL's prepared_statement_cache_size must be a non-negative integer"
         )
-    return options
 
 
 def behind_transaction_pooler(url: URL) -> bool:
@@ -214,25 +221,13 @@ class EngineSettings:
         }
 
 
-#: What each engine create_engine made was made from (its own URL has lost ?pooling).
-_SOURCES: weakref.WeakKeyDictionary[AsyncEngine, tuple[URL, EngineSettings]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def pool_source(engine: AsyncEngine) -> tuple[URL, EngineSettings]:
-    """The URL and settings ``engine`` was created with, for a pool on the same database
-    (for an engine not made by create_engine: its URL, and the default settings)."""
-    return _SOURCES.get(engine) or (engine.url, EngineSettings())
-
-
 def create_engine(
     url: str | URL, settings: EngineSettings | None = None, *, pooled: bool = True
 ) -> AsyncEngine:
     """An SQLAlchemy AsyncEngine on asyncpg with ctxstore's defaults (see EngineSettings),
     for migrations, reports and admin code: the storage's own calls use create_pool."""
     settings = settings or EngineSettings()
-    source = normalized = normalize_url(url)
+    normalized = normalize_url(url)
     pooler = behind_transaction_pooler(normalized)
     normalized = normalized.difference_update_query([POOLING_OPTION])
     if pooler:  # SQLAlchemy's own statement cache too (Alembic, analytics)
@@ -259,7 +254,6 @@ def create_engine(
             echo=False,
             hide_parameters=True,
         )
-    _SOURCES[engine] = (source, settings)
     return engine
 
 
@@ -357,15 +351,19 @@ def _password_from_file(arguments: dict[str, Any]) -> str | None:
     read = getattr(connect_utils, "_read_password_from_pgpass", None)
     if read is None or not path.is_file():
         return None
-    host = str(arguments.get("host") or "localhost")
-    password = read(
-        hosts=[host],
-        ports=[int(arguments.get("port") or 5432)],
-        database=str(arguments.get("database") or arguments.get("user") or ""),
-        user=str(arguments.get("user") or ""),
-        passfile=path,
-    )
+    password = read(passfile=path, **_pgpass_entry(arguments))
     return password if isinstance(password, str) else None
+
+
+def _pgpass_entry(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The connection a .pgpass line is matched against, with libpq's defaults."""
+    user = str(arguments.get("user") or "")
+    return {
+        "hosts": [str(arguments.get("host") or "localhost")],
+        "ports": [int(arguments.get("port") or 5432)],
+        "database": str(arguments.get("database") or user),
+        "user": user,
+    }
 
 
 def _prefer_context() -> ssl.SSLContext:

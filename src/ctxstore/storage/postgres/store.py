@@ -16,7 +16,7 @@ from sqlalchemy import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ctxstore.db import compat
-from ctxstore.db.engine import EngineSettings, create_engine, pool_source
+from ctxstore.db.engine import EngineSettings, create_engine, normalize_url
 from ctxstore.db.errors import translated
 from ctxstore.encryption import DataKey, Encryption, chain_key_id
 from ctxstore.errors import (
@@ -38,11 +38,10 @@ from ctxstore.models import (
     Versioned,
 )
 from ctxstore.retry import Retry, jittered
-from ctxstore.storage import rules
 from ctxstore.storage.base import Backups, Erased, Vacuumed
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
-from ctxstore.storage.postgres import chained, documents, rows, saving, sql
+from ctxstore.storage.postgres import appending, documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections, Undo
 from ctxstore.storage.postgres.erasure import backups_after_erasure, vacuum_after_erasure
 from ctxstore.storage.postgres.keys import (
@@ -66,13 +65,6 @@ from ctxstore.tokens import TokenCounter
 #: after a random pause that grows, so a user opening sessions every few milliseconds
 #: can't keep the erasure from completing (up to 16 tries, about 10 s in all at worst).
 ERASE_RACE = Retry(DataKeyDestroyedError, attempts=16, wait=jittered(0.05, 1.0))
-
-
-def _connections(
-    engine: AsyncEngine, settings: EngineSettings | None, operation_timeout: float
-) -> Connections:
-    url, made_with = pool_source(engine)
-    return Connections(url, settings or made_with, operation_timeout)
 
 
 class PostgresStorage(Store):
@@ -99,39 +91,38 @@ class PostgresStorage(Store):
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        url: str | URL,
         *,
+        settings: EngineSettings | None = None,
+        read_url: str | URL | None = None,
         limits: Limits = DEFAULT_LIMITS,
         ttl: timedelta | None = None,
         token_counter: TokenCounter | None = None,
-        owns_engine: bool = False,
         upgrade_on_load: bool = False,
         operation_timeout: float = 30.0,
         encryption: Encryption | None = None,
-        read_engine: AsyncEngine | None = None,
-        settings: EngineSettings | None = None,
         backup_retention: timedelta | None = None,
     ) -> None:
-        """The storage's calls run on a pool of its own (db/pool.py), opened from ``engine``'s
-        URL with ``settings`` (by default those ``engine`` was created with, see
-        ctxstore.create_engine) and closed by ``close()``.  ``engine`` itself serves
-        reports and admin code (``storage.engine``); it is disposed by ``close()`` only
-        when ``owns_engine``.  ``upgrade_on_load``: rows found in an old format are
-        written back upgraded (only if the session is still at the version that was
-        read).  ``read_engine``: a streaming replica for context reads
-        (storage/postgres/replica.py).  ``backup_retention``: how long the database's
-        backups are kept (CTXSTORE_BACKUP_RETENTION_DAYS), for erasure receipts to say
-        until when backups hold an erased user."""
+        """The storage's calls run on one pool of its own (db/pool.py), opened on first use
+        from ``url`` with ``settings`` (ctxstore.EngineSettings) and closed by
+        ``close()``.  ``read_url``: a streaming replica that context windows and contract
+        assembly read from, except where it is behind what this process wrote (then the
+        primary; storage/postgres/replica.py).  ``upgrade_on_load``: rows found in an old
+        format are written back upgraded (only if the session is still at the version
+        that was read).  ``backup_retention``: how long the database's backups are kept
+        (CTXSTORE_BACKUP_RETENTION_DAYS), for erasure receipts to say until when backups
+        hold an erased user."""
         super().__init__(limits=limits, ttl=ttl, token_counter=token_counter)
-        self._engine = engine
-        self._read_engine = read_engine
-        self._connections = _connections(engine, settings, operation_timeout)
+        self._settings = settings or EngineSettings()
+        self._connections = Connections(normalize_url(url), self._settings, operation_timeout)
         self._replica = (
-            _connections(read_engine, settings, operation_timeout) if read_engine else None
+            Connections(normalize_url(read_url), self._settings, operation_timeout)
+            if read_url is not None
+            else None
         )
+        self._engine: AsyncEngine | None = None
         #: What this process wrote, so its context reads never see the replica behind it.
         self.written = WrittenMarks()
-        self._owns_engine = owns_engine
         self._upgrade_on_load = upgrade_on_load
         self._keys = DataKeys(encryption) if encryption is not None else None
         #: What this process last knew of each session (storage/knowledge.py).
@@ -187,32 +178,23 @@ class PostgresStorage(Store):
             return await self._keys.load(own, key_ids, owners)
 
     @classmethod
-    def from_url(
-        cls,
-        url: str | URL,
-        *,
-        settings: EngineSettings | None = None,
-        read_url: str | URL | None = None,
-        **options: Any,
-    ) -> PostgresStorage:
-        """A storage with its own pool and engine (closed by ``close()``); options as the
-        constructor.  The main door.
+    def from_url(cls, url: str | URL, **options: Any) -> PostgresStorage:
+        """A storage on ``url`` with its own pool (closed by ``close()``); options as the
+        constructor.  The main door."""
+        return cls(url, **options)
 
-        ``read_url``: a streaming replica that context windows and contract assembly read
-        from, except where it is behind what this process wrote (then the primary)."""
-        read_engine = create_engine(read_url, settings) if read_url is not None else None
-        return cls(
-            create_engine(url, settings),
-            owns_engine=True,
-            read_engine=read_engine,
-            settings=settings,
-            **options,
-        )
+    @property
+    def url(self) -> URL:
+        """The database's URL (``str()`` hides the password)."""
+        return self._connections.url
 
     @property
     def engine(self) -> AsyncEngine:
-        """An SQLAlchemy engine on the same database, for reports and admin code (the
-        storage's own calls never use it)."""
+        """An SQLAlchemy engine on the same database for reports and admin code, made on
+        first use with the storage's settings and disposed by ``close()``: the storage's
+        own calls never use it."""
+        if self._engine is None:
+            self._engine = create_engine(self._connections.url, self._settings)
         return self._engine
 
     @property
@@ -236,16 +218,14 @@ class PostgresStorage(Store):
         return self._connections.read_retries
 
     async def close(self) -> None:
-        """Close the storage's pools; dispose of the engines when this storage created
-        them (a shared one stays open)."""
+        """Close the storage's pools, and its engine if one was made."""
         with translated("close"):
             await self._connections.close()
             if self._replica is not None:
                 await self._replica.close()
-            if self._owns_engine:
+            if self._engine is not None:
                 await self._engine.dispose()
-                if self._read_engine is not None:
-                    await self._read_engine.dispose()
+                self._engine = None
 
     async def __aenter__(self) -> Self:
         """Open the store: its schema is checked here, so code on a schema it can't run
@@ -286,7 +266,7 @@ class PostgresStorage(Store):
 
     @asynccontextmanager
     async def maintenance(self, action: str) -> AsyncIterator[Driver]:
-        """:meth:`driver` for a maintenance job (ctxstore.expiry, upgrade, rotate_keys),
+        """:meth:`driver` for a maintenance job (ctxstore.commands: expiry, upgrade, rotate_keys),
         its checkout translated too: a missing database or a refused login is a ctxstore
         error, as in the store's own calls."""
         with translated(action):
@@ -459,14 +439,13 @@ class PostgresStorage(Store):
     async def _append(
         self, session_id: str, messages: list[Message], expected: int | None, user_id: str | None
     ) -> int:
-        """One statement: the session row hands out the positions, so concurrent appends
-        never collide, and nothing stored is read."""
+        """One statement (appending.py): the session row hands out the positions, so
+        concurrent appends never collide, and nothing stored is read."""
         with self._forgetting_on_conflict(session_id):
             key = await self._session_key(session_id, user_id)
             new = rows.batch(messages, self.token_counter, self.limits, key, session_id)
-            known = self.knowledge.get(session_id)
             added = b"".join(new.digests)
-            values = {
+            turn = appending.Turn(session_id, key, user_id, expected, added, {
                 "sid": session_id,
                 "user_id": user_id,
                 "added_hash": rows.hasher(key, added).digest(),
@@ -475,91 +454,21 @@ class PostgresStorage(Store):
                 "write_ids": list(carried()),  # recorded by the same call
                 **rows.activity(messages, messages),
                 "new_rows": rows.new_message_rows(new),
-            }
-            if key is not None:
-                return await self._append_sealed(
-                    session_id, len(messages), expected, user_id, key, known, added, values
-                )
-            extended = None
-            if known is not None and known.hasher is not None:
-                extended = known.hasher.copy()
-                extended.update(added)
-            values |= {
-                "expected": expected,
-                "known_count": known.count if known else None,
-                "known_hash": known.content_hash if known else None,
-                "extended_hash": extended.digest() if extended is not None else None,
-            }
+            })  # fmt: skip
+            known = self.knowledge.get(session_id)
             async with self._connections.call("append") as driver:
-                for _attempt in range(3):
-                    start, version, *_where_it_stood = await sql.APPEND.fetchval(driver, **values)
-                    if version is not None:
-                        break
-                    facts = await sql.SESSION_FACTS.fetchrow(driver, sid=session_id)
-                    if facts is not None and facts["expired"]:
-                        await sql.PURGE_IF_EXPIRED.execute(driver, sid=session_id)
-                        continue  # an expired session is a new one
-                    if facts is not None:
-                        rules.check_message_count(
-                            len(messages), self.limits, facts["message_count"]
-                        )
-                    if expected is None:
-                        continue  # the row moved between the call and this read
-                    raise rules.stale_session(
-                        session_id, int(facts["version"]) if facts else 0, expected
-                    )
-                else:
-                    raise rules.stale_session(
-                        session_id, await saving.current_version(driver, session_id), expected
-                    )
-            start, version = int(start), int(version)
-            if known is not None and extended is not None and start == known.count:
+                done = await appending.append(driver, turn, known, self._keys_for, self.limits)
+            if done.hasher is None:
+                self.knowledge.forget(session_id)
+            else:
                 # count and hash carry on; the messages stay with whoever holds them
                 self.knowledge.after_write(
-                    session_id, Known(version, start + len(messages), extended.digest(), extended)
+                    session_id,
+                    Known(
+                        done.version, done.start + len(messages), done.hasher.digest(), done.hasher
+                    ),
                 )
-            elif start == 0:
-                fresh = rows.hasher(key, added)
-                self.knowledge.after_write(
-                    session_id, Known(version, len(messages), fresh.digest(), fresh)
-                )
-            else:
-                self.knowledge.forget(session_id)
-            return version
-
-    async def _append_sealed(
-        self,
-        session_id: str,
-        added_count: int,
-        expected: int | None,
-        user_id: str | None,
-        key: DataKey,
-        known: Known | None,
-        added: bytes,
-        values: dict[str, Any],
-    ) -> int:
-        """The append of a sealed session: its content hash chain carried on (chained.py);
-        ``values``: the append's parameters but those of the base it extends."""
-        async with self._connections.call("append") as driver:
-            start, version, hasher = await chained.append(
-                driver,
-                session_id,
-                expected=expected,
-                known=known,
-                key=key,
-                user_id=user_id,
-                added_digests=added,
-                values=values,
-                keys_for=self._keys_for,
-                limits=self.limits,
-            )
-        if hasher is not None:
-            self.knowledge.after_write(
-                session_id, Known(version, start + added_count, hasher.digest(), hasher)
-            )
-        else:
-            self.knowledge.forget(session_id)
-        return version
+            return done.version
 
     # -- load, version, delete, exists ----------------------------------------------------------
 
