@@ -162,47 +162,15 @@ class LockedSave:
     ) -> tuple[int, Hasher]:
         """Write ``messages``; returns (version, hasher)."""
         driver = self.driver
-        target = len(messages)
         if user_id is not None:  # before any row lock: the erasure's lock order
             await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
         # An expired session is a missing one: its old content goes first.
         purged = await sql.PURGE_IF_EXPIRED.fetchval(driver, sid=session_id)
         if purged and key is not None and (user_id is None or key.owner != user_owner(user_id)):
             raise PurgeFirst(session_id)
-        stored = None
-        # Lock the row, or create it.  Neither may find it: created concurrently (then
-        # wait for its lock like any other save) and deleted again before that: once more.
-        while stored is None:
-            if expected != NEW_SESSION:
-                stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=expected)
-            if stored is not None:
-                break
-            if expected is not None and expected != NEW_SESSION:
-                raise rules.stale_session(
-                    session_id, await current_version(driver, session_id), expected
-                )
-            if user_id is not None:
-                await sql.CLAIM_SESSION_ID.execute(driver, sid=session_id)
-            stored = await sql.CREATE_SESSION.fetchrow(
-                driver,
-                sid=session_id,
-                user_id=user_id,
-                empty_hash=rows.hasher(key).digest(),
-                ttl=self.ttl,
-            )
-            if stored is None and expected == NEW_SESSION:
-                raise rules.stale_session(
-                    session_id, await current_version(driver, session_id), expected
-                )
-        rules.check_owner(session_id, stored["user_id"], user_id)  # the row is locked
-        if key is not None and not SessionOwners(session_id, stored["user_id"]).hold(key.owner):
-            # This process's cache named the owner of a session that has since expired or
-            # been deleted and started afresh: sealed again under the right key.
-            raise DataKeyDestroyedError(
-                f"save to {session_id!r}: sealed under a key the session does not hold "
-                "(it was started afresh for another owner); nothing was written"
-            )
-        stored_count = stored["message_count"]
+        stored = await self._locked_row(session_id, expected, user_id, key)
+        _check_holder(session_id, stored, user_id, key)
+        stored_count, target = stored["message_count"], len(messages)
         prefix_hash, hasher = prefix_and_total_hash(digests, min(stored_count, target), key)
         same_prefix = stored_count <= target and prefix_hash == stored["content_hash"]
         # Saving the very list stored again (in a session that exists) is no change.
@@ -233,6 +201,38 @@ class LockedSave:
         )
         return int(version), hasher
 
+    async def _locked_row(
+        self, session_id: str, expected: int | None, user_id: str | None, key: DataKey | None
+    ) -> Any:
+        """The session's row, locked, or created.  Neither may find it: created
+        concurrently (then wait for its lock like any other save) and deleted again before
+        that: once more."""
+        driver = self.driver
+        while True:
+            if expected != NEW_SESSION:
+                stored = await sql.LOCK_SESSION.fetchrow(driver, sid=session_id, expected=expected)
+                if stored is not None:
+                    return stored
+                if expected is not None:
+                    raise rules.stale_session(
+                        session_id, await current_version(driver, session_id), expected
+                    )
+            if user_id is not None:
+                await sql.CLAIM_SESSION_ID.execute(driver, sid=session_id)
+            stored = await sql.CREATE_SESSION.fetchrow(
+                driver,
+                sid=session_id,
+                user_id=user_id,
+                empty_hash=rows.hasher(key).digest(),
+                ttl=self.ttl,
+            )
+            if stored is not None:
+                return stored
+            if expected == NEW_SESSION:
+                raise rules.stale_session(
+                    session_id, await current_version(driver, session_id), expected
+                )
+
     async def _first_difference(
         self, session_id: str, digests: list[bytes], stored_count: int
     ) -> int:
@@ -253,6 +253,18 @@ class LockedSave:
             elif keys is None or keys[key_id].mac(digests[seq]) != row["digest"]:
                 return int(seq)
         return limit
+
+
+def _check_holder(session_id: str, stored: Any, user_id: str | None, key: DataKey | None) -> None:
+    """The locked row is the caller's user's, and holds the key the save sealed under."""
+    rules.check_owner(session_id, stored["user_id"], user_id)
+    if key is not None and not SessionOwners(session_id, stored["user_id"]).hold(key.owner):
+        # This process's cache named the owner of a session that has since expired or
+        # been deleted and started afresh: sealed again under the right key.
+        raise DataKeyDestroyedError(
+            f"save to {session_id!r}: sealed under a key the session does not hold "
+            "(it was started afresh for another owner); nothing was written"
+        )
 
 
 async def current_version(driver: Driver, session_id: str) -> int:
