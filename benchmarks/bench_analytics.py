@@ -19,7 +19,7 @@ from tests.analytics_reports_0011 import REPORT_SQL as REPORT_0011
 
 from benchmarks.common import bench_database, seeded_and_analyzed, table
 from ctxstore import PostgresStorage
-from ctxstore.analytics import REPORTS, run_report
+from ctxstore.commands.analytics import REPORTS, run_report
 
 PLANS = Path(__file__).resolve().parents[1] / "docs" / "analytics-plans.md"
 

@@ -26,7 +26,7 @@ from sqlalchemy import URL, text
 
 from benchmarks.common import bench_database
 from ctxstore import PostgresStorage
-from ctxstore.aggregates import refresh_aggregates
+from ctxstore.commands.aggregates import refresh_aggregates
 from ctxstore.encryption import DataKey, Encryption, Keyring, new_data_key
 from ctxstore.models import ConsultationState
 from ctxstore.storage.postgres import rows, sql

@@ -13,7 +13,7 @@ from sqlalchemy import URL
 
 from benchmarks.common import bench_database, interleaved_medians, table
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
-from ctxstore.demo import KNOWLEDGE, STATES
+from ctxstore.commands.demo import KNOWLEDGE, STATES
 
 SIZES = (100, 1_000, 10_000)
 TRIALS = 40

@@ -28,7 +28,7 @@ from sqlalchemy import URL
 from benchmarks.bench_context import history
 from benchmarks.common import bench_database, interleaved_medians, raw_connection, table
 from ctxstore import ContextManager, Message, PostgresStorage, TokenBudget
-from ctxstore.analytics import run_report
+from ctxstore.commands.analytics import run_report
 from ctxstore.db import migrations
 from ctxstore.db.admin import create_database, drop_database, drop_roles_with_prefix
 from ctxstore.db.engine import create_engine

@@ -24,8 +24,9 @@ from functools import partial
 from sqlalchemy import URL
 
 from benchmarks.common import bench_database, table
-from ctxstore import GO_SERVICE, GoLayout, Message, PostgresStorage
-from ctxstore.redis_import import import_redis
+from ctxstore import Message, PostgresStorage
+from ctxstore.commands.redis_import import import_redis
+from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.storage.redis import RedisStorage
 from ctxstore.storage.redis.values import messages_json, parse_session_value
 from ctxstore.timestamps import go_timestamp

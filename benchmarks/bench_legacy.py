@@ -15,8 +15,8 @@ from sqlalchemy import URL
 
 from benchmarks.common import bench_database, table
 from ctxstore import PostgresStorage
-from ctxstore.redis_import import import_redis
-from ctxstore.upgrade import upgrade_data
+from ctxstore.commands.redis_import import import_redis
+from ctxstore.commands.upgrade import upgrade_data
 
 SESSIONS, PER_SESSION = 500, 20  # 10,000 message rows
 REDIS_SESSIONS = 5_000

@@ -26,8 +26,8 @@ from sqlalchemy import URL
 
 from benchmarks.common import bench_database, table
 from ctxstore import ContextManager, Message, PostgresStorage
+from ctxstore.commands.demo import knee_consultation
 from ctxstore.context.compression import SummarizeOldest
-from ctxstore.demo import knee_consultation
 from ctxstore.summaries import SummarizeInBackground, SummaryQueue, SummaryWorker
 from ctxstore.tokens import TokenCounter
 

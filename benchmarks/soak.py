@@ -20,13 +20,9 @@ import time
 from sqlalchemy import URL, text
 
 from benchmarks.common import bench_database
-from ctxstore import (
-    EngineSettings,
-    Message,
-    PostgresStorage,
-    StorageUnavailableError,
-    create_engine,
-)
+from ctxstore import EngineSettings, Message, PostgresStorage
+from ctxstore.db.engine import create_engine
+from ctxstore.errors import StorageUnavailableError
 
 
 async def client(

@@ -357,7 +357,8 @@ async def drain_and_read(
 
     Returns the replay's figures, its problems (quarantined entries included: the whole
     run's quarantine is kept in Redis) and what the primary holds for each key."""
-    from ctxstore import PostgresStorage, RedisStorage, StorageUnavailableError  # noqa: PLC0415
+    from ctxstore import PostgresStorage, RedisStorage  # noqa: PLC0415
+    from ctxstore.errors import StorageUnavailableError  # noqa: PLC0415
     from ctxstore.storage.fallback import FallbackStorage  # noqa: PLC0415
 
     problems: list[str] = []

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import URL
 
-from ctxstore import ConflictError, CtxStoreError, Message, PostgresStorage
+from ctxstore import CtxStoreError, Message, PostgresStorage
 from ctxstore.encryption import Encryption, Keyring
+from ctxstore.errors import ConflictError
 from ctxstore.models import ConsultationState, UserProfile
 
 WRITERS = 8

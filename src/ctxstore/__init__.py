@@ -1,9 +1,11 @@
 """ctxstore: durable, versioned conversation context for LLM assistants, on PostgreSQL.
 
-Everything a user needs is importable from here.  The names that need SQLAlchemy,
-asyncpg or redis (the PostgreSQL and Redis backends, the fallback pair, the engine) are
-imported on first use (PEP 562), so ``from ctxstore import MemoryStorage, Message``
-loads no database driver.
+The library's types and storages are importable from here; every exception other than
+the root, :class:`CtxStoreError`, from :mod:`ctxstore.errors`, and the rest from the
+module that defines it.  The names that need SQLAlchemy, asyncpg, redis or cryptography
+(the PostgreSQL and Redis backends, the fallback pair, engine settings, encryption) are
+imported on first use (PEP 562), so ``from ctxstore import MemoryStorage, Message`` loads
+no database driver.
 """
 
 from __future__ import annotations
@@ -12,51 +14,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ctxstore.context.builder import ContextBuilder
-from ctxstore.context.compression import (
-    CompressionStrategy,
-    ContextWindow,
-    SlidingWindow,
-    SummarizeOldest,
-    TokenBudget,
-    extractive_summarizer,
-)
+from ctxstore.context.compression import SlidingWindow, SummarizeOldest, TokenBudget
 from ctxstore.context.manager import ContextManager
-from ctxstore.contract import (
-    CONTEXT_VERSION,
-    ContextContract,
-    KnowledgeItem,
-    contract_json_schema,
-    parse_contract,
-)
-from ctxstore.errors import (
-    ConfigurationError,
-    ConflictError,
-    ContractBudgetError,
-    ContractVersionError,
-    CorruptDataError,
-    CtxStoreError,
-    DatabaseNotFoundError,
-    DataError,
-    DataKeyDestroyedError,
-    EmbeddedServerUnavailableError,
-    EncryptionKeyError,
-    InputTooLargeError,
-    InvalidInputError,
-    InvalidMessageError,
-    InvalidSessionIdError,
-    MessageTooLargeError,
-    MigrationError,
-    SchemaMissingError,
-    SessionNotFoundError,
-    SessionOwnerError,
-    StorageError,
-    StorageTimeoutError,
-    StorageUnavailableError,
-    TokenizerUnavailableError,
-    TooManyMessagesError,
-    UnsupportedFormatError,
-)
-from ctxstore.formats.layouts import GO_SERVICE, GoLayout
+from ctxstore.contract import ContextContract, KnowledgeItem, parse_contract
+from ctxstore.errors import CtxStoreError
 from ctxstore.models import (
     ConsultationState,
     Message,
@@ -67,13 +28,7 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
-from ctxstore.storage.base import (
-    ContextStorage,
-    SessionHead,
-    SessionReader,
-    StoredMessage,
-    VersionedStorage,
-)
+from ctxstore.storage.base import ContextStorage, VersionedStorage
 from ctxstore.storage.history import History
 from ctxstore.storage.memory import MemoryStorage
 from ctxstore.storage.rules import NEW_SESSION, Limits
@@ -82,8 +37,8 @@ from ctxstore.tokens import TokenCounter
 
 if TYPE_CHECKING:
     # What the lazy names below resolve to, for type checkers and IDEs.
-    from ctxstore.db.engine import EngineSettings, create_engine
-    from ctxstore.encryption import Encryption, KeyProvider, Keyring
+    from ctxstore.db.engine import EngineSettings
+    from ctxstore.encryption import Encryption, Keyring
     from ctxstore.storage.fallback import FallbackStorage
     from ctxstore.storage.postgres import PostgresStorage
     from ctxstore.storage.redis import RedisStorage
@@ -97,18 +52,65 @@ _LAZY = {
     "Encryption": "ctxstore.encryption",
     "EngineSettings": "ctxstore.db.engine",
     "FallbackStorage": "ctxstore.storage.fallback",
-    "KeyProvider": "ctxstore.encryption",
     "Keyring": "ctxstore.encryption",
     "PostgresStorage": "ctxstore.storage.postgres",
     "RedisStorage": "ctxstore.storage.redis",
+}
+
+#: Names this package exported before 1.0 -> where they live now, so the AttributeError
+#: for one says where to import it from.
+_MOVED = {
+    **dict.fromkeys(
+        (
+            "ConfigurationError",
+            "ConflictError",
+            "ContractBudgetError",
+            "ContractVersionError",
+            "CorruptDataError",
+            "DataError",
+            "DataKeyDestroyedError",
+            "DatabaseNotFoundError",
+            "EmbeddedServerUnavailableError",
+            "EncryptionKeyError",
+            "InputTooLargeError",
+            "InvalidInputError",
+            "InvalidMessageError",
+            "InvalidSessionIdError",
+            "MessageTooLargeError",
+            "MigrationError",
+            "SchemaMissingError",
+            "SessionNotFoundError",
+            "SessionOwnerError",
+            "StorageError",
+            "StorageTimeoutError",
+            "StorageUnavailableError",
+            "TokenizerUnavailableError",
+            "TooManyMessagesError",
+            "UnsupportedFormatError",
+        ),
+        "ctxstore.errors",
+    ),
+    "CONTEXT_VERSION": "ctxstore.contract",
+    "contract_json_schema": "ctxstore.contract",
+    "CompressionStrategy": "ctxstore.context.compression",
+    "ContextWindow": "ctxstore.context.compression",
+    "extractive_summarizer": "ctxstore.context.compression",
+    "GO_SERVICE": "ctxstore.formats.layouts",
+    "GoLayout": "ctxstore.formats.layouts",
+    "SessionHead": "ctxstore.storage.base",
+    "SessionReader": "ctxstore.storage.base",
+    "StoredMessage": "ctxstore.storage.base",
     "create_engine": "ctxstore.db.engine",
+    "KeyProvider": "ctxstore.encryption",
 }
 
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        moved = _MOVED.get(name)
+        hint = f": import it from {moved} (`from {moved} import {name}`)" if moved else ""
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}{hint}")
     value = getattr(import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value
@@ -119,72 +121,35 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "CONTEXT_VERSION",
-    "GO_SERVICE",
     "NEW_SESSION",
-    "CompressionStrategy",
-    "ConfigurationError",
-    "ConflictError",
     "ConsultationState",
     "ContextBuilder",
     "ContextContract",
     "ContextManager",
     "ContextStorage",
-    "ContextWindow",
-    "ContractBudgetError",
-    "ContractVersionError",
-    "CorruptDataError",
     "CtxStoreError",
-    "DataError",
-    "DataKeyDestroyedError",
-    "DatabaseNotFoundError",
-    "EmbeddedServerUnavailableError",
     "Encryption",
-    "EncryptionKeyError",
     "EngineSettings",
     "FallbackStorage",
-    "GoLayout",
     "History",
-    "InputTooLargeError",
-    "InvalidInputError",
-    "InvalidMessageError",
-    "InvalidSessionIdError",
-    "KeyProvider",
     "Keyring",
     "KnowledgeItem",
     "Limits",
     "MemoryStorage",
     "Message",
-    "MessageTooLargeError",
-    "MigrationError",
     "PostgresStorage",
     "RedisStorage",
     "Role",
-    "SchemaMissingError",
-    "SessionHead",
-    "SessionNotFoundError",
-    "SessionOwnerError",
-    "SessionReader",
     "SessionSnapshot",
     "SlidingWindow",
     "StateChange",
-    "StorageError",
-    "StorageTimeoutError",
-    "StorageUnavailableError",
     "Store",
-    "StoredMessage",
     "SummarizeOldest",
     "Summary",
     "TokenBudget",
     "TokenCounter",
-    "TokenizerUnavailableError",
-    "TooManyMessagesError",
-    "UnsupportedFormatError",
     "UserProfile",
     "Versioned",
     "VersionedStorage",
-    "contract_json_schema",
-    "create_engine",
-    "extractive_summarizer",
     "parse_contract",
 ]

@@ -7,8 +7,8 @@ server listens on a Unix socket only (inside its data folder when the path is sh
 enough), never on a TCP port, so it never collides with a server on port 5432.
 
 Tests that need more than one server process (restarts, replicas) run the bundled
-``initdb``, ``pg_ctl``, ``pg_basebackup`` ... from :func:`bin_dir`, as the OS account in
-:attr:`EmbeddedPostgres.os_user`.
+``initdb``, ``pg_ctl``, ``pg_basebackup`` ... from :func:`bin_dir` (under root, as an
+account of their own: PostgreSQL refuses to run as root).
 """
 
 from __future__ import annotations
@@ -136,16 +136,6 @@ class EmbeddedPostgres:
             return f"postgresql+asyncpg://postgres@/{database}?host={quote(str(info.socket_dir))}"
         # Windows has no Unix socket: the package listens on a free port of 127.0.0.1.
         return f"postgresql+asyncpg://postgres@{info.hostname}:{info.port}/{database}"
-
-    @property
-    def os_user(self) -> str | None:
-        """The OS account the server runs as: a dedicated one under root, else None (us).
-
-        PostgreSQL refuses to run as root, so a test that runs ``initdb`` or ``pg_ctl``
-        itself under root must run them as this account.
-        """
-        user = self._started().system_user
-        return user if isinstance(user, str) else None
 
     def stop(self) -> None:
         if self._server is not None and not self._keep_running:

@@ -54,7 +54,6 @@ NONCE_BYTES = 12
 # written before padding); 2: its length, the plaintext and zeros up to padded_size().
 _SEALED_V1 = b"\x01"
 _SEALED_V2 = b"\x02"
-SEALED_LAYOUTS = (1, 2)
 _WRAP_AAD = b"ctxstore data key\x00"
 
 
@@ -271,7 +270,7 @@ def load_provider(path: str) -> KeyProvider:
     if not isinstance(provider, KeyProvider):
         raise ConfigurationError(
             f"{KEY_PROVIDER_ENV}: {path!r} returned {type(provider).__name__}, not a "
-            "ctxstore.KeyProvider"
+            "ctxstore.encryption.KeyProvider"
         )
     return provider
 

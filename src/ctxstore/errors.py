@@ -40,6 +40,12 @@ class InvalidMessageError(InvalidInputError):
         super().__init__(message, position=position, **details)
 
 
+class SessionSettingsError(InvalidInputError, TypeError):
+    """``session_settings`` the OpenAI Agents SDK would refuse: a ctxstore InvalidInputError
+    that is also the TypeError the SDK's own sessions raise ("Unknown session settings:
+    ...")."""
+
+
 class InputTooLargeError(InvalidInputError):
     """An input is larger than a configured limit; nothing was written."""
 
@@ -153,6 +159,10 @@ class ConfigurationError(CtxStoreError):
 
 class TokenizerUnavailableError(ConfigurationError):
     """A tiktoken encoding could not be loaded."""
+
+
+class MissingExtraError(ConfigurationError, ImportError):
+    """An adapter's framework is not installed (an ImportError too, for ``try: import``)."""
 
 
 class EmbeddedServerUnavailableError(ConfigurationError):

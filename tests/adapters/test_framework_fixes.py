@@ -22,11 +22,11 @@ from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
 from ctxstore.adapters import call_blocking
-from ctxstore.adapters.agents import CtxstoreSession, SessionSettingsError
+from ctxstore.adapters.agents import CtxstoreSession
 from ctxstore.adapters.langchain import CtxstoreChatMessageHistory
 from ctxstore.adapters.loops import on_home_loop
 from ctxstore.db.engine import _file_lookups
-from ctxstore.errors import ConfigurationError, InvalidInputError
+from ctxstore.errors import ConfigurationError, InvalidInputError, SessionSettingsError
 
 
 async def test_a_synchronous_read_inside_async_code_works(

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.analytics import REPORTS, run_report
+from ctxstore.commands.analytics import REPORTS, run_report
 from ctxstore.db.engine import create_engine
 from ctxstore.encryption import Encryption, Keyring
 from tests.citus.conftest import ctxstore, query

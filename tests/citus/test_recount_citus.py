@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.recount import recount_store
+from ctxstore.commands.recount import recount_store
 from ctxstore.tokens import TokenCounter
 from tests.citus.conftest import query
 

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.analytics import REPORTS
+from ctxstore.commands.analytics import REPORTS
 from ctxstore.db.roles import RoleNames
 from tests.citus.cluster import CitusCluster
 from tests.citus.conftest import ctxstore, query

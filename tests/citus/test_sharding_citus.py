@@ -18,11 +18,12 @@ import pytest
 from alembic import command
 from sqlalchemy import URL
 
-from ctxstore import Message, PostgresStorage, StorageError
+from ctxstore import Message, PostgresStorage
 from ctxstore.db import migrations
 from ctxstore.db.distribute import REFERENCE_TABLES
 from ctxstore.db.engine import EngineSettings
 from ctxstore.encryption import Encryption, Keyring
+from ctxstore.errors import StorageError
 from ctxstore.models import MESSAGE_FORMAT
 from ctxstore.storage.postgres import sql
 from ctxstore.tokens import TokenCounter

@@ -32,22 +32,24 @@ import pytest
 
 from ctxstore import (
     NEW_SESSION,
-    ConflictError,
     ConsultationState,
     ContextManager,
     ContextStorage,
-    InvalidInputError,
-    InvalidSessionIdError,
     Limits,
     Message,
-    MessageTooLargeError,
-    SessionNotFoundError,
-    SessionOwnerError,
     SlidingWindow,
     UserProfile,
     VersionedStorage,
 )
 from ctxstore.contract import EXAMPLE
+from ctxstore.errors import (
+    ConflictError,
+    InvalidInputError,
+    InvalidSessionIdError,
+    MessageTooLargeError,
+    SessionNotFoundError,
+    SessionOwnerError,
+)
 
 #: Opens a store: ``make_storage(ttl=None, limits=DEFAULT_LIMITS)``, an async context
 #: manager yielding the store and closing it (and dropping what the test wrote) after.

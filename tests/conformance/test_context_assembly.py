@@ -15,21 +15,18 @@ from hypothesis import strategies as st
 from ctxstore import (
     ContextBuilder,
     ContextManager,
-    ContractBudgetError,
     FallbackStorage,
-    InvalidInputError,
     MemoryStorage,
     Message,
     SlidingWindow,
-    StoredMessage,
     SummarizeOldest,
     TokenBudget,
     TokenCounter,
-    extractive_summarizer,
 )
-from ctxstore.context.compression import cost_of, message_cost
+from ctxstore.context.compression import cost_of, extractive_summarizer, message_cost
 from ctxstore.contract import EXAMPLE, ContextContract, serialize_parts
-from ctxstore.storage.base import SessionHead, VersionedStorage
+from ctxstore.errors import ContractBudgetError, InvalidInputError
+from ctxstore.storage.base import SessionHead, StoredMessage, VersionedStorage
 from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import _head_and_turn_cost, contract_message, element_json, split_before_key
 from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE

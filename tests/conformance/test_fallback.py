@@ -26,9 +26,8 @@ from ctxstore import (
     MemoryStorage,
     PostgresStorage,
     RedisStorage,
-    SessionOwnerError,
-    StorageUnavailableError,
 )
+from ctxstore.errors import SessionOwnerError, StorageUnavailableError
 from ctxstore.storage.journal import Operation
 from ctxstore.storage.store import Store
 from tests.conformance.contract import (

@@ -18,11 +18,16 @@ from sqlalchemy import URL, text
 from sqlalchemy.exc import ProgrammingError
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.aggregates import refresh_aggregates
-from ctxstore.analytics import FREQUENCY_REPORTS, min_group_size, run_report, set_min_group_size
+from ctxstore.commands.aggregates import refresh_aggregates
+from ctxstore.commands.analytics import (
+    FREQUENCY_REPORTS,
+    min_group_size,
+    run_report,
+    set_min_group_size,
+)
+from ctxstore.commands.sample import sample_consultation, seed_sample
 from ctxstore.db.roles import RoleNames, recorded_role_names
 from ctxstore.errors import InvalidInputError
-from ctxstore.sample import sample_consultation, seed_sample
 
 DAY1 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)  # a Monday
 DAY2 = DAY1 + timedelta(days=1)

@@ -24,9 +24,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.aggregates import refresh_aggregates
-from ctxstore.analytics import REPORTS, run_report
 from ctxstore.cli.options import whole_day
+from ctxstore.commands.aggregates import refresh_aggregates
+from ctxstore.commands.analytics import REPORTS, run_report
 from ctxstore.db import migrations
 from ctxstore.db.engine import create_engine
 from ctxstore.errors import InvalidInputError

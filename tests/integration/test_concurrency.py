@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import (
-    ConflictError,
-    ContextManager,
-    Message,
-    PostgresStorage,
-)
+from ctxstore import ContextManager, Message, PostgresStorage
+from ctxstore.errors import ConflictError
 from tests.conformance.contract import KNEE_STATE
 from tests.integration.concurrent_writer import run_writers
 

@@ -10,15 +10,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxstore import (
-    ContextBuilder,
-    ContractBudgetError,
-    MemoryStorage,
-    Message,
-    PostgresStorage,
-    TokenCounter,
-)
+from ctxstore import ContextBuilder, MemoryStorage, Message, PostgresStorage, TokenCounter
 from ctxstore.contract import ContextContract
+from ctxstore.errors import ContractBudgetError
 from ctxstore.storage.base import VersionedStorage
 from ctxstore.tokens import contract_message
 

@@ -24,8 +24,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.aggregates import refresh_aggregates
-from ctxstore.analytics import REPORTS, run_report
+from ctxstore.commands.aggregates import refresh_aggregates
+from ctxstore.commands.analytics import REPORTS, run_report
 from ctxstore.db import migrations
 from ctxstore.db.admin import quote_identifier
 from ctxstore.db.engine import create_engine

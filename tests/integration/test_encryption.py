@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import ContextManager, Message, PostgresStorage, TokenBudget
+from ctxstore.commands.rotate_keys import master_key_status, rotate_keys
 from ctxstore.encryption import Encryption, KeyProvider, Keyring
 from ctxstore.errors import CorruptDataError, DataKeyDestroyedError, EncryptionKeyError
 from ctxstore.models import ConsultationState, UserProfile
-from ctxstore.rotate_keys import master_key_status, rotate_keys
 from ctxstore.storage.postgres import rows
 
 pytestmark = pytest.mark.asyncio
@@ -417,7 +417,7 @@ async def test_rotate_keys_reencrypts_under_fresh_keys(database_url: URL, keyrin
 
 
 async def test_delete_and_purge_destroy_a_sessions_own_key(sealed: PostgresStorage) -> None:
-    from ctxstore.expiry import purge_expired  # noqa: PLC0415
+    from ctxstore.commands.expiry import purge_expired  # noqa: PLC0415
 
     for session_id in ("deleted", "expired", "kept"):
         await sealed.save(session_id, conversation(2, session_id))  # no user: own key
@@ -436,7 +436,7 @@ async def test_delete_and_purge_destroy_a_sessions_own_key(sealed: PostgresStora
 
 
 KMS_MODULE = """
-from ctxstore import KeyProvider, Keyring
+from ctxstore.encryption import KeyProvider, Keyring
 
 RING = Keyring.parse(open(__file__ + ".keys").read())
 

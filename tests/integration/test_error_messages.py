@@ -295,7 +295,7 @@ def test_an_analytics_limit_out_of_range_is_invalid_input(
 async def test_run_report_refuses_a_bad_limit_before_the_database(
     module_database_url: URL,
 ) -> None:
-    from ctxstore.analytics import run_report  # noqa: PLC0415
+    from ctxstore.commands.analytics import run_report  # noqa: PLC0415
     from ctxstore.db.engine import create_engine  # noqa: PLC0415
 
     engine = create_engine(module_database_url)

@@ -19,18 +19,13 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import (
-    ContextBuilder,
-    CorruptDataError,
-    InvalidMessageError,
-    Message,
-    PostgresStorage,
-)
+from ctxstore import ContextBuilder, Message, PostgresStorage
+from ctxstore.commands.redis_import import import_redis
+from ctxstore.commands.upgrade import upgrade_data
+from ctxstore.errors import CorruptDataError, InvalidMessageError
 from ctxstore.formats.messages import message_from_document
-from ctxstore.redis_import import import_redis
 from ctxstore.storage.redis import RedisStorage
 from ctxstore.timestamps import go_timestamp, nanoseconds_of
-from ctxstore.upgrade import upgrade_data
 
 EDGES = [
     "0001-01-01T00:00:00Z",  # Go's zero time

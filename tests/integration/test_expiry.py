@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import URL, text
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.expiry import purge_expired
+from ctxstore.commands.expiry import purge_expired
 
 DAY = timedelta(days=1)
 

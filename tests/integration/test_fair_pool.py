@@ -7,7 +7,8 @@ import time
 
 from sqlalchemy import URL
 
-from ctxstore import EngineSettings, Message, PostgresStorage, StorageUnavailableError
+from ctxstore import EngineSettings, Message, PostgresStorage
+from ctxstore.errors import StorageUnavailableError
 
 TASKS, POOL, SECONDS = 64, 4, 4.0
 

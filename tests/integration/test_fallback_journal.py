@@ -14,16 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import (
-    EngineSettings,
-    Limits,
-    MemoryStorage,
-    Message,
-    PostgresStorage,
-    RedisStorage,
-    SessionNotFoundError,
-    StorageUnavailableError,
-)
+from ctxstore import EngineSettings, Limits, MemoryStorage, Message, PostgresStorage, RedisStorage
+from ctxstore.errors import SessionNotFoundError, StorageUnavailableError
 from ctxstore.storage.fallback import FallbackStorage
 from ctxstore.storage.journal import Journal, Operation, Position
 from ctxstore.storage.replay import Outcome, Replayer

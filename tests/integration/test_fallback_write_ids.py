@@ -165,7 +165,7 @@ async def test_a_commit_whose_reply_was_lost_is_applied_once_through_the_fallbac
 async def test_write_ids_go_with_an_erasure_and_after_a_week(
     direct: PostgresStorage, database_url: URL
 ) -> None:
-    from ctxstore.expiry import purge_store  # noqa: PLC0415
+    from ctxstore.commands.expiry import purge_store  # noqa: PLC0415
 
     session_write, profile_write, other = new_write_id(), new_write_id(), new_write_id()
     with carrying([session_write]):

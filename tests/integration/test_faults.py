@@ -13,16 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import (
-    EngineSettings,
-    MemoryStorage,
-    Message,
-    PostgresStorage,
-    StorageError,
-    StorageTimeoutError,
-    StorageUnavailableError,
-    create_engine,
-)
+from ctxstore import EngineSettings, MemoryStorage, Message, PostgresStorage
+from ctxstore.db.engine import create_engine
+from ctxstore.errors import StorageError, StorageTimeoutError, StorageUnavailableError
 from ctxstore.storage.fallback import FallbackStorage
 from tests.faults import TcpProxy
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxstore import ConfigurationError, InvalidInputError, MemoryStorage, __version__
+from ctxstore import MemoryStorage, __version__
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.db import migrations
+from ctxstore.errors import ConfigurationError, InvalidInputError
 
 CTXSTORE = Path(sys.executable).parent / "ctxstore"
 

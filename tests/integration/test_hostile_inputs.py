@@ -30,16 +30,18 @@ from ctxstore import (
     ConsultationState,
     CtxStoreError,
     FallbackStorage,
+    Limits,
+    MemoryStorage,
+    Message,
+    PostgresStorage,
+    RedisStorage,
+)
+from ctxstore.errors import (
     InputTooLargeError,
     InvalidInputError,
     InvalidMessageError,
     InvalidSessionIdError,
-    Limits,
-    MemoryStorage,
-    Message,
     MessageTooLargeError,
-    PostgresStorage,
-    RedisStorage,
     TooManyMessagesError,
 )
 

@@ -12,17 +12,12 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from ctxstore import (
-    ConsultationState,
-    CorruptDataError,
-    Message,
-    PostgresStorage,
-    UnsupportedFormatError,
-)
+from ctxstore import ConsultationState, Message, PostgresStorage
+from ctxstore.commands.upgrade import upgrade_data
+from ctxstore.errors import CorruptDataError, UnsupportedFormatError
 from ctxstore.formats.messages import message_from_document
 from ctxstore.models import STATE_FORMAT
 from ctxstore.storage.postgres.rewrite import write_back_messages
-from ctxstore.upgrade import upgrade_data
 
 OLD_STATE: dict[str, Any] = {
     "stage": "collecting_details",

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import CorruptDataError, EngineSettings, Message, PostgresStorage
+from ctxstore import EngineSettings, Message, PostgresStorage
+from ctxstore.errors import CorruptDataError
 from ctxstore.models import MESSAGE_FORMAT
 from ctxstore.storage.base import WindowHint
 from ctxstore.storage.postgres import rows, sql

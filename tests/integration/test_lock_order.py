@@ -19,16 +19,9 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import (
-    NEW_SESSION,
-    ConflictError,
-    CtxStoreError,
-    InvalidInputError,
-    Message,
-    PostgresStorage,
-    SessionNotFoundError,
-)
+from ctxstore import NEW_SESSION, CtxStoreError, Message, PostgresStorage
 from ctxstore.db.engine import EngineSettings
+from ctxstore.errors import ConflictError, InvalidInputError, SessionNotFoundError
 from ctxstore.storage.postgres import sql
 from ctxstore.storage.postgres.statement import Statement
 from tests.conformance.contract import KNEE_STATE

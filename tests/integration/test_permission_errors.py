@@ -11,7 +11,8 @@ import asyncpg
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import ConfigurationError, Message, PostgresStorage
+from ctxstore import Message, PostgresStorage
+from ctxstore.errors import ConfigurationError
 from tests.pg_harness import PgTestServer
 
 pytestmark = pytest.mark.postgres

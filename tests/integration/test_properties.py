@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxstore import InvalidInputError, Message, PostgresStorage
+from ctxstore import Message, PostgresStorage
+from ctxstore.errors import InvalidInputError
 
 PROPERTY_SETTINGS = settings(
     max_examples=75,

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
+from ctxstore.commands.recount import recount_store
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.encryption import Encryption, Keyring
-from ctxstore.recount import recount_store
 from ctxstore.tokens import TokenCounter
 from tests.conformance.contract import timed_history
 from tests.pg_harness import rows

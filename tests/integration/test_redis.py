@@ -20,17 +20,15 @@ from typing import Any
 import pytest
 from sqlalchemy import URL, text
 
-from ctxstore import (
+from ctxstore import Limits, Message, PostgresStorage
+from ctxstore.commands.redis_import import import_redis
+from ctxstore.errors import (
     ConflictError,
     CorruptDataError,
-    Limits,
-    Message,
-    PostgresStorage,
     StorageError,
     StorageUnavailableError,
     TooManyMessagesError,
 )
-from ctxstore.redis_import import import_redis
 from ctxstore.storage.redis import RedisStorage
 from tests.conftest import drop_keys
 

@@ -21,14 +21,15 @@ from typing import Any
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import ConflictError, Message, PostgresStorage
-from ctxstore.redis_import import (
+from ctxstore import Message, PostgresStorage
+from ctxstore.commands.redis_import import (
     Decision,
     Outcome,
     import_redis,
     read_stored,
     write_decision,
 )
+from ctxstore.errors import ConflictError
 
 REPO = Path(__file__).resolve().parents[2]
 CTXSTORE = Path(sys.executable).parent / "ctxstore"

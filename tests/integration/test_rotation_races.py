@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
+from ctxstore.commands.rotate_keys import rotate_keys
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.models import ConsultationState, UserProfile
-from ctxstore.rotate_keys import rotate_keys
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.postgres]
 

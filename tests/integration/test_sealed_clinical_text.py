@@ -19,11 +19,11 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.aggregates import refresh_aggregates, shown_cells
-from ctxstore.analytics import run_report, set_min_group_size
+from ctxstore.commands.aggregates import refresh_aggregates, shown_cells
+from ctxstore.commands.analytics import run_report, set_min_group_size
+from ctxstore.commands.rotate_keys import rotate_keys
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.models import ConsultationState
-from ctxstore.rotate_keys import rotate_keys
 
 D1 = date(2026, 11, 9)
 D2 = D1 + timedelta(days=1)

@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import ContextBuilder, ContextManager, Message, PostgresStorage, TokenBudget
+from ctxstore.commands.rotate_keys import rotate_keys
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.errors import CorruptDataError
 from ctxstore.models import ConsultationState
-from ctxstore.rotate_keys import rotate_keys
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.postgres]
 

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import DataKeyDestroyedError, Message, PostgresStorage, SessionOwnerError
+from ctxstore import Message, PostgresStorage
 from ctxstore.encryption import Encryption, Keyring
+from ctxstore.errors import DataKeyDestroyedError, SessionOwnerError
 from tests.integration.test_faults import admin_sql
 
 pytestmark = pytest.mark.asyncio

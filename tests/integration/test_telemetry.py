@@ -16,17 +16,9 @@ from typing import Any
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import (
-    ConfigurationError,
-    ConflictError,
-    EngineSettings,
-    MemoryStorage,
-    Message,
-    PostgresStorage,
-    StorageUnavailableError,
-    telemetry,
-)
+from ctxstore import EngineSettings, MemoryStorage, Message, PostgresStorage, telemetry
 from ctxstore.encryption import Encryption, Keyring
+from ctxstore.errors import ConfigurationError, ConflictError, StorageUnavailableError
 from ctxstore.settings import load_settings
 from ctxstore.storage.fallback import FallbackStorage
 from tests.faults import TcpProxy, socket_target, through

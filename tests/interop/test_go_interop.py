@@ -27,17 +27,11 @@ import jsonschema
 import pytest
 from sqlalchemy import URL
 
-from ctxstore import (
-    ContextBuilder,
-    CorruptDataError,
-    Message,
-    PostgresStorage,
-    RedisStorage,
-    contract_json_schema,
-    parse_contract,
-)
+from ctxstore import ContextBuilder, Message, PostgresStorage, RedisStorage, parse_contract
+from ctxstore.commands.redis_import import import_redis
+from ctxstore.contract import contract_json_schema
+from ctxstore.errors import CorruptDataError
 from ctxstore.formats.layouts import GO_SERVICE, GoLayout
-from ctxstore.redis_import import import_redis
 from ctxstore.timestamps import go_timestamp
 from tests.conftest import drop_keys, new_redis_prefix
 from tests.interop.toolchain import go_env

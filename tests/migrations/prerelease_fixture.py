@@ -23,7 +23,7 @@ from datetime import date
 from sqlalchemy import URL, make_url
 
 from ctxstore import PostgresStorage
-from ctxstore.aggregates import refresh_aggregates
+from ctxstore.commands.aggregates import refresh_aggregates
 from ctxstore.db import migrations
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.settings import load_settings

@@ -1,8 +1,8 @@
 """A database full of consultations, fast: rows made by PostgreSQL itself.
 
 ``seed_messages`` writes sessions of 100-500 messages (Chinese consultations: the
-patients' lines from ctxstore.sample's complaints, the replies assembled from advice
-phrases) with ``generate_series``, straight into sessions and messages, a chunk of
+patients' lines from ctxstore.commands.sample's complaints, the replies assembled from
+advice phrases) with ``generate_series``, straight into sessions and messages, a chunk of
 sessions per transaction: a million messages in well under a minute, where the public
 API would take an hour.  The rows are what ctxstore itself writes: each digest is the
 SHA-256 ctxstore computes over the message (``Message.core_digest``), times to the second
@@ -26,9 +26,9 @@ from typing import Any
 from sqlalchemy import URL, text
 
 from ctxstore import ConsultationState, PostgresStorage
+from ctxstore.commands.sample import ZH
 from ctxstore.db.engine import create_engine
 from ctxstore.progress import Progress
-from ctxstore.sample import ZH
 
 SESSION_SIZES = (100, 500)
 #: The first session starts then, each next one an hour later; a message every 30 s.

@@ -12,14 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxstore import (
-    ContextContract,
-    ContractVersionError,
-    InvalidInputError,
-    contract_json_schema,
-    parse_contract,
-)
-from ctxstore.contract import EXAMPLE
+from ctxstore import ContextContract, parse_contract
+from ctxstore.contract import EXAMPLE, contract_json_schema
+from ctxstore.errors import ContractVersionError, InvalidInputError
 from ctxstore.jsontext import compact_json
 
 

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ctxstore import ContractVersionError, InvalidInputError, parse_contract
+from ctxstore import parse_contract
 from ctxstore.contract import EXAMPLE, STATE_FIELDS, contract_json_schema, state_document
+from ctxstore.errors import ContractVersionError, InvalidInputError
 from ctxstore.models import ConsultationState
 
 SCHEMA = contract_json_schema()

@@ -227,7 +227,7 @@ def test_a_key_file_open_to_others_is_refused(tmp_path: Path) -> None:
 
 PROVIDER_MODULE = """
 import os
-from ctxstore import KeyProvider, Keyring
+from ctxstore.encryption import KeyProvider, Keyring
 
 class CountingKms(KeyProvider):
     wraps = 0
@@ -257,9 +257,9 @@ def test_a_key_provider_named_in_configuration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ctxstore import Encryption as Exported  # noqa: PLC0415
-    from ctxstore import KeyProvider as ExportedProvider  # noqa: PLC0415
     from ctxstore import Keyring as ExportedKeyring  # noqa: PLC0415
     from ctxstore.encryption import Encryption  # noqa: PLC0415
+    from ctxstore.encryption import KeyProvider as ExportedProvider  # noqa: PLC0415
     from ctxstore.settings import Settings  # noqa: PLC0415
 
     assert Exported is Encryption and ExportedKeyring is Keyring
@@ -278,7 +278,7 @@ def test_a_key_provider_named_in_configuration(
         "no_such_module_here:make": "cannot import",
         "fake_kms_provider:missing": "has no 'missing'",
         "fake_kms_provider:number": "not callable",
-        "fake_kms_provider:not_a_provider": "returned dict, not a ctxstore.KeyProvider",
+        "fake_kms_provider:not_a_provider": "returned dict, not a ctxstore.encryption.KeyProvider",
         "fake_kms_provider:broken": "failed: RuntimeError: no credentials",
     }
     for path, reason in refusals.items():

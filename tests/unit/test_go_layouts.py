@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from ctxstore import ConfigurationError, CorruptDataError, InvalidMessageError, Message
+from ctxstore import Message
+from ctxstore.errors import ConfigurationError, CorruptDataError, InvalidMessageError
 from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.formats.messages import message_from_document, message_to_document
 from ctxstore.storage.redis.values import messages_json, parse_session_value

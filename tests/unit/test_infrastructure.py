@@ -9,19 +9,18 @@ import pytest
 from sqlalchemy import URL
 from sqlalchemy import exc as sa_exc
 
-from ctxstore import (
+from ctxstore import MemoryStorage, Message
+from ctxstore import embedded as embedded_module
+from ctxstore.db.engine import normalize_url, redact
+from ctxstore.db.errors import translate_db_error, translated
+from ctxstore.errors import (
     ConfigurationError,
     EmbeddedServerUnavailableError,
     InvalidInputError,
-    MemoryStorage,
-    Message,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
 )
-from ctxstore import embedded as embedded_module
-from ctxstore.db.engine import normalize_url, redact
-from ctxstore.db.errors import translate_db_error, translated
 from ctxstore.settings import load_settings
 
 

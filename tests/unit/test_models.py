@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxstore import InvalidMessageError, Message
+from ctxstore import Message
+from ctxstore.errors import InvalidMessageError
 from ctxstore.models import construct_trusted
 from ctxstore.textcheck import json_problem, text_problem, utf8_size_exceeds
 

@@ -6,6 +6,9 @@ import inspect
 import json
 import subprocess
 import sys
+from importlib import import_module
+
+import pytest
 
 import ctxstore
 from ctxstore import errors
@@ -28,7 +31,7 @@ def test_the_memory_backend_loads_no_database_driver() -> None:
     loaded = _loaded_after(
         "import ctxstore\n"
         "from ctxstore import MemoryStorage, Message, ContextBuilder, ContextManager\n"
-        "ctxstore.MemoryStorage, ctxstore.History, ctxstore.StoredMessage"
+        "ctxstore.MemoryStorage, ctxstore.History, ctxstore.TokenBudget, ctxstore.Limits"
     )
     assert loaded == dict.fromkeys(DRIVERS, False)
 
@@ -36,6 +39,10 @@ def test_the_memory_backend_loads_no_database_driver() -> None:
 def test_the_postgres_backend_is_imported_on_first_use() -> None:
     loaded = _loaded_after("import ctxstore\nctxstore.PostgresStorage")
     assert loaded["sqlalchemy"] and loaded["asyncpg"]
+
+
+def test_the_top_level_is_small_enough_to_hold_in_mind() -> None:
+    assert len(ctxstore.__all__) < 35
 
 
 def test_every_public_name_resolves() -> None:
@@ -49,7 +56,8 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_the_lazy_names_are_the_backends_own() -> None:
-    from ctxstore.db.engine import EngineSettings, create_engine  # noqa: PLC0415
+    from ctxstore.db.engine import EngineSettings  # noqa: PLC0415
+    from ctxstore.encryption import Encryption, Keyring  # noqa: PLC0415
     from ctxstore.storage.fallback import FallbackStorage  # noqa: PLC0415
     from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
     from ctxstore.storage.redis import RedisStorage  # noqa: PLC0415
@@ -58,7 +66,8 @@ def test_the_lazy_names_are_the_backends_own() -> None:
     assert ctxstore.RedisStorage is RedisStorage
     assert ctxstore.FallbackStorage is FallbackStorage
     assert ctxstore.EngineSettings is EngineSettings
-    assert ctxstore.create_engine is create_engine
+    assert ctxstore.Encryption is Encryption
+    assert ctxstore.Keyring is Keyring
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -70,7 +79,15 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         raise AssertionError("expected AttributeError")
 
 
-def test_every_exception_is_a_ctxstore_error_and_exported() -> None:
+def test_a_name_that_moved_says_where_it_lives_now() -> None:
+    for name, module in ctxstore._MOVED.items():
+        assert name not in ctxstore.__all__, name
+        assert getattr(import_module(module), name) is not None, (name, module)
+        with pytest.raises(AttributeError, match=f"from {module} import {name}"):
+            getattr(ctxstore, name)
+
+
+def test_every_exception_is_a_ctxstore_error_reached_through_ctxstore_errors() -> None:
     classes = [
         value
         for _, value in inspect.getmembers(errors, inspect.isclass)
@@ -79,8 +96,29 @@ def test_every_exception_is_a_ctxstore_error_and_exported() -> None:
     assert len(classes) > 10
     for cls in classes:
         assert issubclass(cls, errors.CtxStoreError), cls
-        assert cls.__name__ in ctxstore.__all__, cls
-        assert getattr(ctxstore, cls.__name__) is cls
+        assert (cls.__name__ in ctxstore.__all__) == (cls is errors.CtxStoreError), cls
+
+
+def test_no_module_but_ctxstore_errors_defines_a_ctxstore_error() -> None:
+    """Every module imported (the adapters and the HTTP service too): the CtxStoreError
+    subclasses each defines."""
+    code = (
+        "import json, pkgutil, importlib, inspect, ctxstore\n"
+        "from ctxstore.errors import CtxStoreError\n"
+        "found = []\n"
+        "for info in pkgutil.walk_packages(ctxstore.__path__, 'ctxstore.'):\n"
+        "    if info.name.endswith('__main__'):\n"
+        "        continue\n"
+        "    module = importlib.import_module(info.name)\n"
+        "    found += [f'{info.name}.{name}' for name, value in inspect.getmembers(module)\n"
+        "              if inspect.isclass(value) and issubclass(value, CtxStoreError)\n"
+        "              and value.__module__ == info.name and info.name != 'ctxstore.errors']\n"
+        "print(json.dumps(found))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
 
 
 def test_size_limits_share_one_class() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ctxstore.analytics import Report, _width, render_table
+from ctxstore.commands.analytics import Report, _width, render_table
 
 CONTROLS = (
     [chr(code) for code in range(0x20)]

@@ -6,13 +6,13 @@
   (``pip install 'ctxstore[agents]'``).
 
 Nothing here imports a framework: each adapter module does, when it is imported, and
-``import ctxstore`` imports neither.  ``call_blocking`` runs any storage call from
+``import ctxstore`` imports neither; a missing framework raises
+``ctxstore.errors.MissingExtraError``.  ``call_blocking`` runs any storage call from
 synchronous code on the event loop that serves the storage (see loops.py).
 """
 
 from __future__ import annotations
 
 from ctxstore.adapters.loops import call_blocking
-from ctxstore.adapters.records import MissingExtraError
 
-__all__ = ["MissingExtraError", "call_blocking"]
+__all__ = ["call_blocking"]

@@ -23,7 +23,13 @@ from typing import Any, TypeVar, cast
 from ctxstore.adapters.loops import on_home_loop, settled
 from ctxstore.adapters.records import convert_all, limits_of, missing_extra, pack, unpack
 from ctxstore.adapters.tail import newest, pop_newest
-from ctxstore.errors import ConflictError, CorruptDataError, InvalidInputError, InvalidMessageError
+from ctxstore.errors import (
+    ConflictError,
+    CorruptDataError,
+    InvalidInputError,
+    InvalidMessageError,
+    SessionSettingsError,
+)
 from ctxstore.models import Message, Role
 from ctxstore.storage.base import VersionedStorage
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, check_session_id
@@ -38,7 +44,7 @@ except ImportError as error:
 
 T = TypeVar("T")
 
-__all__ = ["KEY", "CtxstoreSession", "SessionSettingsError", "from_message", "to_message"]
+__all__ = ["KEY", "CtxstoreSession", "from_message", "to_message"]
 
 #: Where an item is kept in ctxstore's metadata.
 KEY = "openai_agents"
@@ -51,11 +57,6 @@ _ROLES: dict[str, Role] = {
     "system": "system",
     "developer": "system",
 }
-
-
-class SessionSettingsError(InvalidInputError, TypeError):
-    """``session_settings`` the SDK would refuse: a ctxstore InvalidInputError that is
-    also the TypeError the SDK's own sessions raise ("Unknown session settings: ...")."""
 
 
 def _settings(given: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:

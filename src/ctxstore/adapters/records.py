@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ctxstore.errors import ConfigurationError, InvalidMessageError
+from ctxstore.errors import InvalidMessageError, MissingExtraError
 from ctxstore.models import Message, Role
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
 from ctxstore.textcheck import json_problem
@@ -25,10 +25,6 @@ T = TypeVar("T")
 #: In a record: the rest of the document, the field its text came from, or the whole
 #: document as JSON in the content.
 DOCUMENT, TEXT_FIELD, WHOLE = "document", "text_field", "whole"
-
-
-class MissingExtraError(ConfigurationError, ImportError):
-    """An adapter's framework is not installed (an ImportError too, for ``try: import``)."""
 
 
 def missing_extra(extra: str, package: str, error: ImportError) -> MissingExtraError:

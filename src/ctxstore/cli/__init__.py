@@ -1,6 +1,7 @@
 """The ``ctxstore`` command: one module per command (or group), each registering its
 subparser with ``set_defaults(func=...)``; :func:`main` reads the settings once, runs the
 command, and is the one place that turns ctxstore errors into messages and exit codes.
+What a command does (beyond parsing its arguments) is in ``ctxstore.commands``.
 
 - options.py: --database-url and the argument types the commands share;
 - db.py: ``db upgrade|downgrade|current|distribute|roles|min-group-size``;

@@ -9,8 +9,8 @@ import sys
 
 from sqlalchemy import URL
 
-from ctxstore.analytics import FREQUENCY_REPORTS, REPORTS, min_group_size, run_report
 from ctxstore.cli.options import Commands, add_database_url, whole_day
+from ctxstore.commands.analytics import FREQUENCY_REPORTS, REPORTS, min_group_size, run_report
 from ctxstore.db.engine import REPLICA_URL_ENV, create_engine, normalize_url
 from ctxstore.settings import Settings
 
@@ -81,7 +81,7 @@ async def _report(args: argparse.Namespace, url: URL) -> int:
 
 
 def refresh(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.aggregates import refresh_aggregates  # noqa: PLC0415
+    from ctxstore.commands.aggregates import refresh_aggregates  # noqa: PLC0415
     from ctxstore.encryption import Encryption  # noqa: PLC0415
     from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
 

@@ -107,7 +107,7 @@ def print_roles(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def min_group_size(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.analytics import min_group_size, set_min_group_size  # noqa: PLC0415
+    from ctxstore.commands.analytics import min_group_size, set_min_group_size  # noqa: PLC0415
     from ctxstore.db.engine import create_engine  # noqa: PLC0415
 
     async def run() -> str:

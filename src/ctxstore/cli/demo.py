@@ -24,7 +24,7 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.demo import run_demo  # noqa: PLC0415 - keeps `ctxstore db` light
+    from ctxstore.commands.demo import run_demo  # noqa: PLC0415 - keeps `ctxstore db` light
 
     run_demo(args.database_url or settings.database_url, args.data_dir)
     return 0

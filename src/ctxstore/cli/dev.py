@@ -31,7 +31,7 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.demo import run_dev_server  # noqa: PLC0415 - keeps `ctxstore db` light
+    from ctxstore.commands.demo import run_dev_server  # noqa: PLC0415 - keeps `ctxstore db` light
 
     run_dev_server(args.data_dir, args.database)
     return 0

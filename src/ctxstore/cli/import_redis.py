@@ -13,7 +13,7 @@ from ctxstore.errors import ConfigurationError
 from ctxstore.settings import Settings
 
 if TYPE_CHECKING:
-    from ctxstore.redis_import import KeyResult
+    from ctxstore.commands.redis_import import KeyResult
 
 
 def register(commands: Commands) -> None:
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigurationError(
             "import-redis needs the redis extra: pip install 'ctxstore[redis]'"
         ) from None
-    from ctxstore.redis_import import import_redis  # noqa: PLC0415
+    from ctxstore.commands.redis_import import import_redis  # noqa: PLC0415
 
     try:
         client = redis_asyncio.from_url(args.redis_url, socket_timeout=10, socket_connect_timeout=5)

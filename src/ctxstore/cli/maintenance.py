@@ -141,7 +141,7 @@ def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
 
 
 def recount_counts(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.recount import recount_store  # noqa: PLC0415
+    from ctxstore.commands.recount import recount_store  # noqa: PLC0415
 
     counter = TokenCounter.for_model(args.model) if args.model else TokenCounter(args.encoding)
     counter.count("")  # an unknown encoding is refused before anything connects
@@ -156,7 +156,7 @@ def recount_counts(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def upgrade_data(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.upgrade import upgrade_store  # noqa: PLC0415
+    from ctxstore.commands.upgrade import upgrade_store  # noqa: PLC0415
 
     async def run() -> int:
         async with open_store(args, settings) as storage:
@@ -168,7 +168,7 @@ def upgrade_data(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def seed_sample(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.sample import seed_sample  # noqa: PLC0415
+    from ctxstore.commands.sample import seed_sample  # noqa: PLC0415
 
     async def run() -> str:
         async with open_store(args, settings) as storage:
@@ -182,7 +182,7 @@ def seed_sample(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def purge_expired(args: argparse.Namespace, settings: Settings) -> int:
-    from ctxstore.expiry import purge_store  # noqa: PLC0415
+    from ctxstore.commands.expiry import purge_store  # noqa: PLC0415
 
     older_than = timedelta(days=args.older_than_days) if args.older_than_days else None
 
@@ -196,8 +196,8 @@ def purge_expired(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def rotate_keys(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.commands.rotate_keys import master_key_status, rotate_store_keys  # noqa: PLC0415
     from ctxstore.encryption import Encryption  # noqa: PLC0415
-    from ctxstore.rotate_keys import master_key_status, rotate_store_keys  # noqa: PLC0415
 
     url = database_url(args, settings)
     encryption = Encryption.from_settings(settings)

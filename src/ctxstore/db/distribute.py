@@ -214,14 +214,7 @@ def distribute_on(connection: Connection) -> DistributeReport:
     report = DistributeReport(workers=_check_cluster(connection))
     roles_on_every_node(connection)
     connection.commit()
-    sessions = session_tables(connection)
-    references = _reference_tables(connection, sessions)
-    kinds = _kinds(connection, [*sessions, *references])
-    todo_reference = [t for t in references if kinds.get(t) != "reference"]
-    todo_distribute = [t for t in sessions if kinds.get(t) != "distributed"]
-    report.already = [
-        t for t in (*references, *sessions) if t not in todo_reference + todo_distribute
-    ]
+    todo_reference, todo_distribute, report.already = _todo(connection)
     # Keys to or from a table about to be replicated tie it to tables of another kind:
     # dropped first, added back last.  Keys between session tables stay.
     keys = connection.execute(
@@ -229,9 +222,7 @@ def distribute_on(connection: Connection) -> DistributeReport:
     ).all()
     connection.commit()
     converted = _in_lock_order([*todo_distribute, *todo_reference])
-    keyed = _in_lock_order(
-        {table for table, _, _ in keys} | {_referenced(definition) for _, _, definition in keys}
-    )
+    keyed = _in_lock_order(_tables_of_keys(keys))
 
     def drop_keys() -> None:
         for table, name, _definition in keys:
@@ -272,6 +263,22 @@ def distribute_on(connection: Connection) -> DistributeReport:
     report.foreign_keys = len(keys)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _todo(connection: Connection) -> tuple[list[str], list[str], list[str]]:
+    """The tables to make reference tables, those to distribute, and those already done."""
+    sessions = session_tables(connection)
+    references = _reference_tables(connection, sessions)
+    kinds = _kinds(connection, [*sessions, *references])
+    todo_reference = [t for t in references if kinds.get(t) != "reference"]
+    todo_distribute = [t for t in sessions if kinds.get(t) != "distributed"]
+    already = [t for t in (*references, *sessions) if t not in todo_reference + todo_distribute]
+    return todo_reference, todo_distribute, already
+
+
+def _tables_of_keys(keys: Sequence[Any]) -> set[str]:
+    """The tables foreign keys (table, name, definition) go from or to."""
+    return {table for table, _, _ in keys} | {_referenced(definition) for _, _, definition in keys}
 
 
 def roles_on_every_node(connection: Connection) -> None:

@@ -10,10 +10,10 @@ error under them (:func:`driver_error`), so they map exactly as on the storage's
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from typing import Final
 
@@ -49,7 +49,9 @@ _UNAVAILABLE_REASONS = {
     "57P02": "the database server crashed and is restarting (crash recovery)",
     "57P03": "the database server is starting up or in recovery and takes no connection yet",
 }
-_TIMEOUT_CODES = {"57014", "55P03", "25P03"}  # query_canceled, lock_not_available, idle tx
+_QUERY_CANCELED = "57014"  # statement_timeout, or a cancel
+_LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout
+_TIMEOUT_CODES = {_QUERY_CANCELED, _LOCK_NOT_AVAILABLE, "25P03"}  # and idle_in_transaction
 _INVALID_INPUT_CODES = {
     "22000",  # data_exception: asyncpg's own, for a parameter it cannot encode
     "22008",  # datetime_field_overflow
@@ -185,28 +187,72 @@ def schema_missing(
     )
 
 
-def _missing_database(error: BaseException, action: str, code: str) -> DatabaseNotFoundError:
-    message = _server_message(error) or ""
-    found = re.search(r'database "(.*)" does not exist', message)
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """An error being translated, with what the rules read of it."""
+
+    error: BaseException  # as raised (perhaps SQLAlchemy's wrapper)
+    found: BaseException  # the driver or network error under it
+    code: str | None  # its SQLSTATE
+    action: str
+    role: str | None
+
+    @property
+    def detail(self) -> str:
+        detail = f"{self.action} failed: {type(self.found).__name__}"
+        return f"{detail} (SQLSTATE {self.code})" if self.code else detail
+
+    @property
+    def said(self) -> str:
+        """The server's message, or ''."""
+        return _server_message(self.error) or ""
+
+    def misconfigured(self, why: str) -> ConfigurationError:
+        return ConfigurationError(f"{self.action} failed: {why}", sqlstate=self.code)
+
+
+def _missing_schema(failure: _Failure) -> CtxStoreError:
+    # e.g. relation "sessions" does not exist (its first line: not the server's hint)
+    named = failure.said.split("\n", 1)[0]
+    code = failure.code
+    reason = f"{named}, SQLSTATE {code}" if named else f"SQLSTATE {code}"
+    return schema_missing(failure.action, reason, sqlstate=code)
+
+
+def _missing_database(failure: _Failure) -> DatabaseNotFoundError:
+    found = re.search(r'database "(.*)" does not exist', failure.said)
     name = found.group(1) if found else None
     which = f"database {name!r}" if name is not None else "the database named in the URL"
     return DatabaseNotFoundError(
-        f"{action} failed: {which} does not exist on the server (SQLSTATE {code}); check the "
-        "database name in the URL, or create it (createdb) and run `ctxstore db upgrade`",
+        f"{failure.action} failed: {which} does not exist on the server (SQLSTATE "
+        f"{failure.code}); check the database name in the URL, or create it (createdb) and "
+        "run `ctxstore db upgrade`",
         database=name,
     )
 
 
-def _not_granted(error: BaseException, action: str, role: str | None) -> ConfigurationError:
+def _startup_parameter_refused(failure: _Failure) -> CtxStoreError | None:
+    refused = failure.said
+    if "unsupported startup parameter" not in refused:
+        return None
+    return failure.misconfigured(
+        f"the server refused a startup setting ({refused}): the URL points at a connection "
+        "pooler such as PgBouncer; add ?pooling=transaction to the URL when it pools "
+        "transactions (docs/production.md)"
+    )
+
+
+def _not_granted(failure: _Failure) -> ConfigurationError:
     """A permission error naming the role, the object and the privilege to grant."""
-    said = (_server_message(error) or "permission denied").split("\n", 1)[0]
+    said = (failure.said or "permission denied").split("\n", 1)[0]
     found = re.search(r"permission denied for (\w+) (\S+)", said)
     kind, name = (found.group(1), found.group(2)) if found else ("object", "(unnamed)")
     privilege = _PRIVILEGE_OF_KIND.get(kind, "the privilege the statement needs")
+    role = failure.role
     who = f"role {role!r}" if role else "the URL's role"
     return ConfigurationError(
-        f"{action} failed: {said} (SQLSTATE {_NO_PRIVILEGE}): {who} lacks {privilege} on "
-        f"{kind} {name}. Run the service as a member of ctxstore's app role, which has "
+        f"{failure.action} failed: {said} (SQLSTATE {_NO_PRIVILEGE}): {who} lacks {privilege} "
+        f"on {kind} {name}. Run the service as a member of ctxstore's app role, which has "
         "every privilege it needs: `ctxstore db roles` prints the role to grant "
         f"(GRANT <app role> TO {role or '<login>'})",
         sqlstate=_NO_PRIVILEGE,
@@ -216,6 +262,138 @@ def _not_granted(error: BaseException, action: str, role: str | None) -> Configu
     )
 
 
+def _transaction_pooler(failure: _Failure) -> CtxStoreError | None:
+    said = failure.said
+    if "prepared statement" not in said:
+        return None
+    return failure.misconfigured(
+        f"{said} (SQLSTATE {failure.code}): the URL points at a connection pooler in "
+        "transaction mode, which hands each transaction another server session; add "
+        "?pooling=transaction to the URL (docs/production.md)"
+    )
+
+
+def _data_key_destroyed(failure: _Failure) -> CtxStoreError | None:
+    if not _sealed_key_gone(failure.error):
+        return None
+    return DataKeyDestroyedError(
+        f"{failure.action}: a data key this write was sealed under was destroyed (its user "
+        "was erased) before the write committed; nothing of it was kept",
+        sqlstate=failure.code,
+    )
+
+
+def _other_owner(failure: _Failure) -> CtxStoreError:
+    refused = failure.said or "the session belongs to another user"
+    return SessionOwnerError(
+        f"{failure.action}: {refused}; nothing was written (a session keeps the user it was "
+        "first written for)"
+    )
+
+
+def _lock_not_granted(failure: _Failure) -> CtxStoreError:
+    return StorageTimeoutError(
+        f"{failure.action}: a lock was not granted within lock_timeout (another transaction "
+        "holds it)",
+        sqlstate=failure.code,
+    )
+
+
+def _statement_timeout(failure: _Failure) -> CtxStoreError:
+    return StorageTimeoutError(
+        f"{failure.action}: cancelled by statement_timeout", sqlstate=failure.code
+    )
+
+
+_Translate = Callable[[_Failure], CtxStoreError | None]
+
+#: The SQLSTATEs with an error of their own; a None from one falls to the general rules.
+_BY_SQLSTATE: dict[str, _Translate] = {
+    **dict.fromkeys(_SCHEMA_CODES, _missing_schema),
+    _MISSING_DATABASE: _missing_database,
+    _PROTOCOL_VIOLATION: _startup_parameter_refused,
+    _NO_PRIVILEGE: _not_granted,
+    **dict.fromkeys(_PREPARED_STATEMENT_CODES, _transaction_pooler),
+    _FOREIGN_KEY_VIOLATION: _data_key_destroyed,
+    _SESSION_OWNER: _other_owner,
+    _LOCK_NOT_AVAILABLE: _lock_not_granted,
+    _QUERY_CANCELED: _statement_timeout,
+}
+
+
+def _login_refused(failure: _Failure) -> CtxStoreError | None:
+    if failure.code is None or not failure.code.startswith(_LOGIN_CLASS):
+        return None
+    refused = failure.said or "login refused"
+    return failure.misconfigured(
+        f"the server refused the login ({refused}; SQLSTATE {failure.code}); check the user "
+        "and password in the database URL"
+    )
+
+
+def _timed_out(failure: _Failure) -> CtxStoreError | None:
+    if failure.code in _TIMEOUT_CODES or isinstance(failure.found, TimeoutError):
+        return StorageTimeoutError(f"{failure.action} timed out", sqlstate=failure.code)
+    return None
+
+
+def _value_refused(failure: _Failure) -> CtxStoreError | None:
+    if failure.code in _INVALID_INPUT_CODES:
+        return InvalidInputError(
+            f"{failure.action}: the database rejected a value", sqlstate=failure.code
+        )
+    return None
+
+
+def _server_unavailable(failure: _Failure) -> CtxStoreError | None:
+    if failure.code is None or not failure.code.startswith(_UNAVAILABLE_CLASSES):
+        return None
+    why = _UNAVAILABLE_REASONS.get(failure.code)
+    detail = failure.detail
+    return StorageUnavailableError(f"{detail}: {why}" if why else detail, sqlstate=failure.code)
+
+
+def _network_refused(failure: _Failure) -> CtxStoreError | None:
+    found = failure.found
+    if isinstance(found, ConnectionRefusedError):
+        return StorageUnavailableError(
+            f"{failure.detail}: {redact(str(found))} (is PostgreSQL running at the URL's host "
+            "and port? A server restarting after a crash, a full disk for its WAL say, "
+            "refuses connections until its recovery ends: its log says why)"
+        )
+    if isinstance(found, OSError):
+        # e.g. "Connect call failed ('127.0.0.1', 5433)": the address, redacted all the same.
+        return StorageUnavailableError(
+            f"{failure.detail}: {redact(str(found))} (is PostgreSQL running at the URL's host "
+            "and port?)"
+        )
+    return None
+
+
+def _client_side(failure: _Failure) -> CtxStoreError | None:
+    found = failure.found
+    if isinstance(found, asyncpg.ClientConfigurationError):
+        return ConfigurationError(f"{failure.detail}: {_server_message(found)}")
+    # a connection closed or broken (e.g. "connection is closed"), or an SQLAlchemy pool's
+    # own (admin engines): no connection within pool_timeout
+    if isinstance(
+        found, _CLIENT_CONNECTION_ERRORS | sa_exc.TimeoutError | sa_exc.DisconnectionError
+    ):
+        return StorageUnavailableError(failure.detail)
+    return None
+
+
+#: After the SQLSTATE's own: by SQLSTATE class, then by the driver's or network's error.
+_GENERAL_RULES: tuple[_Translate, ...] = (
+    _login_refused,
+    _timed_out,
+    _value_refused,
+    _server_unavailable,
+    _network_refused,
+    _client_side,
+)
+
+
 def translate_db_error(
     error: BaseException, action: str, *, role: str | None = None
 ) -> CtxStoreError:
@@ -223,90 +401,13 @@ def translate_db_error(
     hierarchy (``role``: the URL's user, named by a permission error)."""
     if isinstance(error, CtxStoreError):
         return error
-    code = _sqlstate(error)
-    found = driver_error(error)
-    detail = f"{action} failed: {type(found).__name__}"
-    if code:
-        detail = f"{detail} (SQLSTATE {code})"
-    if code in _SCHEMA_CODES:
-        # e.g. relation "sessions" does not exist (its first line: not the server's hint)
-        named = (_server_message(error) or "").split("\n", 1)[0]
-        reason = f"{named}, SQLSTATE {code}" if named else f"SQLSTATE {code}"
-        return schema_missing(action, reason, sqlstate=code)
-    if code == _MISSING_DATABASE:
-        return _missing_database(error, action, code)
-    if code == _PROTOCOL_VIOLATION and "unsupported startup parameter" in (
-        refused := _server_message(error) or ""
-    ):
-        return ConfigurationError(
-            f"{action} failed: the server refused a startup setting ({refused}): the URL "
-            "points at a connection pooler such as PgBouncer; add ?pooling=transaction "
-            "to the URL when it pools transactions (docs/production.md)",
-            sqlstate=code,
-        )
-    if code == _NO_PRIVILEGE:
-        return _not_granted(error, action, role)
-    if code in _PREPARED_STATEMENT_CODES and "prepared statement" in (
-        said := _server_message(error) or ""
-    ):
-        return ConfigurationError(
-            f"{action} failed: {said} (SQLSTATE {code}): the URL points at a connection "
-            "pooler in transaction mode, which hands each transaction another server "
-            "session; add ?pooling=transaction to the URL (docs/production.md)",
-            sqlstate=code,
-        )
-    if code == _FOREIGN_KEY_VIOLATION and _sealed_key_gone(error):
-        return DataKeyDestroyedError(
-            f"{action}: a data key this write was sealed under was destroyed (its user was "
-            "erased) before the write committed; nothing of it was kept",
-            sqlstate=code,
-        )
-    if code == _SESSION_OWNER:
-        refused = _server_message(error) or "the session belongs to another user"
-        return SessionOwnerError(
-            f"{action}: {refused}; nothing was written (a session keeps the user it was "
-            "first written for)"
-        )
-    if code is not None and code.startswith(_LOGIN_CLASS):
-        refused = _server_message(error) or "login refused"
-        return ConfigurationError(
-            f"{action} failed: the server refused the login ({refused}; SQLSTATE {code}); "
-            "check the user and password in the database URL",
-            sqlstate=code,
-        )
-    if code == "55P03":
-        return StorageTimeoutError(
-            f"{action}: a lock was not granted within lock_timeout (another transaction holds it)",
-            sqlstate=code,
-        )
-    if code == "57014":
-        return StorageTimeoutError(f"{action}: cancelled by statement_timeout", sqlstate=code)
-    if code in _TIMEOUT_CODES or isinstance(found, TimeoutError | asyncio.TimeoutError):
-        return StorageTimeoutError(f"{action} timed out", sqlstate=code)
-    if code in _INVALID_INPUT_CODES:
-        return InvalidInputError(f"{action}: the database rejected a value", sqlstate=code)
-    if code is not None and code.startswith(_UNAVAILABLE_CLASSES):
-        why = _UNAVAILABLE_REASONS.get(code)
-        return StorageUnavailableError(f"{detail}: {why}" if why else detail, sqlstate=code)
-    if isinstance(found, ConnectionRefusedError):
-        return StorageUnavailableError(
-            f"{detail}: {redact(str(found))} (is PostgreSQL running at the URL's host and "
-            "port? A server restarting after a crash, a full disk for its WAL say, refuses "
-            "connections until its recovery ends: its log says why)"
-        )
-    if isinstance(found, OSError):
-        # e.g. "Connect call failed ('127.0.0.1', 5433)": the address, redacted all the same.
-        return StorageUnavailableError(
-            f"{detail}: {redact(str(found))} (is PostgreSQL running at the URL's host and port?)"
-        )
-    if isinstance(found, asyncpg.ClientConfigurationError):
-        return ConfigurationError(f"{detail}: {_server_message(found)}")
-    if isinstance(found, _CLIENT_CONNECTION_ERRORS):
-        return StorageUnavailableError(detail)  # e.g. "connection is closed"
-    if isinstance(found, sa_exc.TimeoutError | sa_exc.DisconnectionError):
-        # An SQLAlchemy pool's own (admin engines): no connection within pool_timeout.
-        return StorageUnavailableError(detail)
-    return StorageError(detail, sqlstate=code)
+    failure = _Failure(error, driver_error(error), _sqlstate(error), action, role)
+    own = _BY_SQLSTATE.get(failure.code or "")
+    for rule in _GENERAL_RULES if own is None else (own, *_GENERAL_RULES):
+        translated = rule(failure)
+        if translated is not None:
+            return translated
+    return StorageError(failure.detail, sqlstate=failure.code)
 
 
 @contextmanager

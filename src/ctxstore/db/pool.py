@@ -60,6 +60,21 @@ class FairPool:
         given back (in the order the callers asked)."""
         if self._closed:
             raise PoolClosedError("the connection pool is closed")
+        connection = self._take_idle()
+        if connection is not None:
+            return connection
+        if self.size < self.max_size and not self._waiters:
+            return await self._open()
+        given = await self._wait_turn()
+        if given is not None:
+            return given
+        if self._closed:
+            self._free_slot()
+            raise PoolClosedError("the connection pool was closed")
+        return await self._open(reserved=True)
+
+    def _take_idle(self) -> Connection | None:
+        """The warmest idle connection still usable, closing those that are not."""
         now = time.monotonic()
         idle = self._idle
         while idle:
@@ -69,31 +84,29 @@ class FairPool:
                 continue
             self._age_out(now)
             return connection
-        if self.size < self.max_size and not self._waiters:
-            return await self._open()
+        return None
+
+    async def _wait_turn(self) -> Connection | None:
+        """A connection given back, or None: a slot is free for this caller to open one."""
         waiter: asyncio.Future[Connection | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
-            given = await waiter
+            return await waiter
         except asyncio.CancelledError:
             if not waiter.done():
                 self._waiters.remove(waiter)
             elif not waiter.cancelled() and waiter.exception() is None:
-                # handed a connection, or a free slot, as this caller gave up: pass it on
-                handed = waiter.result()
-                if handed is None:
-                    self._free_slot()  # the slot reserved for this caller
-                elif self._reusable(handed):
-                    self._pass_on(handed)
-                else:
-                    self._discard(handed)
+                self._pass_on_abandoned(waiter.result())
             raise
-        if given is not None:
-            return given
-        if self._closed:
-            self._free_slot()
-            raise PoolClosedError("the connection pool was closed")
-        return await self._open(reserved=True)
+
+    def _pass_on_abandoned(self, handed: Connection | None) -> None:
+        """What a caller was handed as it gave up (a connection, or a free slot: None)."""
+        if handed is None:
+            self._free_slot()  # the slot reserved for this caller
+        elif self._reusable(handed):
+            self._pass_on(handed)
+        else:
+            self._discard(handed)
 
     async def release(self, connection: Connection) -> None:
         """Take a connection back: rolled back if a transaction was left open, then lent

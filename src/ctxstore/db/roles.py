@@ -61,16 +61,6 @@ _NOT_PLAIN = re.compile(r"[^a-z0-9_]+")
 #: owner changes it with ``ctxstore db min-group-size K``.
 MIN_GROUP_SIZE_ENV = "CTXSTORE_ANALYTICS_MIN_GROUP_SIZE"
 
-#: The tables the service reads and writes.
-APP_TABLES = (
-    "sessions",
-    "messages",
-    "summaries",
-    "consultation_states",
-    "consultation_state_history",
-    "user_profiles",
-)
-
 
 @dataclass(frozen=True)
 class RoleNames:
@@ -247,11 +237,6 @@ _ATTRIBUTES = (
     "has REPLICATION",
     "has BYPASSRLS",
 )
-
-
-def role_exists(connection: Connection, name: str) -> bool:
-    found = connection.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :n"), {"n": name})
-    return found.scalar() is not None
 
 
 def adoption_problems(connection: Connection, name: str) -> list[str]:

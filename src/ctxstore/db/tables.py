@@ -288,9 +288,10 @@ ctxstore_analytics_settings = Table(
     CheckConstraint("min_group_size >= 2", name="min_group_size_at_least_two"),
 )
 
-# Free-text counts per UTC day, written by `ctxstore analytics refresh` (ctxstore.aggregates,
-# revision 0018): a value with the number of the day's consultations whose current state
-# has it, stored only when at least k of them have it and at least k don't.
+# Free-text counts per UTC day, written by `ctxstore analytics refresh`
+# (ctxstore.commands.aggregates, revision 0018): a value with the number of the day's
+# consultations whose current state has it, stored only when at least k of them have it
+# and at least k don't.
 analytics_value_cells = Table(
     "analytics_value_cells",
     metadata,

@@ -69,6 +69,10 @@ class GoLayout:
     _own_keys: bool = dataclasses.field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._check_keys()
+        object.__setattr__(self, "_own_keys", self._reads_own_document())
+
+    def _check_keys(self) -> None:
         # Every key must read back as its field (formats/mapper.py: message_field), and no
         # other field's key may be one Go would match to it (case-insensitively).
         for field, key in self._keys().items():
@@ -83,13 +87,13 @@ class GoLayout:
         taken = [key.casefold() for key in (*keys, *self.fields)]
         if len(set(taken)) != len(taken):
             raise ConfigurationError(f"Go layout: two fields share a key: {taken}")
+
+    def _reads_own_document(self) -> bool:
         # A struct of role, content and name only (the original service's) reads
         # ctxstore's own document as it is: Go matches `role` to `Role`.
         own = (self.role, self.content, self.turn_id, self.timestamp, self.metadata)
         plain = own == ("role", "content", None, None, None) and self.name in ("name", None)
-        object.__setattr__(
-            self, "_own_keys", plain and not self.fields and self.role_case == "lower"
-        )
+        return plain and not self.fields and self.role_case == "lower"
 
     @classmethod
     def of(
@@ -138,16 +142,19 @@ class GoLayout:
         metadata = dict(message.metadata)
         own = {field: metadata.pop(field) for field in self.fields if field in metadata}
         if self.metadata is not None and self.metadata_values == "string":
-            for key, value in metadata.items():
-                if not isinstance(value, str):
-                    raise InvalidMessageError(
-                        f"metadata {key!r} is {type(value).__name__}, and this Go layout's "
-                        f"{self.metadata} is map[string]string: store it as a string or "
-                        "name the struct field it belongs to in the layout's fields",
-                        position=position,
-                    )
+            _refuse_non_strings(metadata, self.metadata, position)
+        values = self._field_values(message, metadata, position)
+        document = {key or field: values[field] for field, key in self._keys().items()}
+        document.update(own)
+        document[FORMAT_KEY] = MESSAGE_FORMAT
+        return document
+
+    def _field_values(
+        self, message: Message, metadata: dict[str, Any], position: int
+    ) -> dict[str, Any]:
+        """Each message field's value as this struct holds it."""
         stamp = message.timestamp
-        values: dict[str, Any] = {
+        return {
             "role": _ROLE_CASE[self.role_case](message.role),
             "content": message.content,
             "turn_id": message.turn_id,
@@ -157,13 +164,20 @@ class GoLayout:
             # own key keeps {}
             "metadata": metadata if metadata or self.metadata is None else None,
         }
-        document = {key or field: values[field] for field, key in self._keys().items()}
-        document.update(own)
-        document[FORMAT_KEY] = MESSAGE_FORMAT
-        return document
 
 
 _ROLE_CASE = {"lower": str.lower, "title": str.title, "upper": str.upper}
+
+
+def _refuse_non_strings(metadata: dict[str, Any], go_field: str, position: int) -> None:
+    for key, value in metadata.items():
+        if not isinstance(value, str):
+            raise InvalidMessageError(
+                f"metadata {key!r} is {type(value).__name__}, and this Go layout's "
+                f"{go_field} is map[string]string: store it as a string or "
+                "name the struct field it belongs to in the layout's fields",
+                position=position,
+            )
 
 
 def _stamp(stamp: Any, position: int) -> str:

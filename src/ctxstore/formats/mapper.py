@@ -76,6 +76,22 @@ class FormatKind(Generic[ModelT]):
             raise TypeError(
                 f"a {self.name} row is named by {sorted(self.row)}, not {sorted(where)}"
             )
+        self._check_liftable(document, format_version, where)
+        try:
+            for version in range(format_version, self.current):
+                document = self.steps[version](document)
+            return self.build(document)
+        except InvalidInputError as error:
+            self._fail(CorruptDataError, f"does not validate: {error}", where, cause=error)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+                for item in error.errors()
+            )
+            self._fail(CorruptDataError, f"does not validate: {problems}", where, cause=error)
+
+    def _check_liftable(self, document: Any, format_version: Any, where: Mapping[str, Any]) -> None:
+        """Refuse a format this code can't lift to the current one, or a non-object."""
         if not isinstance(format_version, int) or isinstance(format_version, bool):
             self._fail(CorruptDataError, f"format {format_version!r} is not a number", where)
         if format_version > self.current:
@@ -94,18 +110,6 @@ class FormatKind(Generic[ModelT]):
                     else f"no upgrade from format {version} to {version + 1}"
                 )
                 self._fail(CorruptDataError, problem, where)
-        try:
-            for version in range(format_version, self.current):
-                document = self.steps[version](document)
-            return self.build(document)
-        except InvalidInputError as error:
-            self._fail(CorruptDataError, f"does not validate: {error}", where, cause=error)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
-                for item in error.errors()
-            )
-            self._fail(CorruptDataError, f"does not validate: {problems}", where, cause=error)
 
     def _fail(
         self,
@@ -168,15 +172,20 @@ def _moved_to_metadata(document: Document) -> Document:
             fields[field] = value
     metadata = fields.get("metadata")
     if unknown and (metadata is None or isinstance(metadata, dict)):
-        merged = dict(metadata or {})
-        for key, value in unknown.items():
-            if key in merged and merged[key] != value:
-                raise InvalidInputError(
-                    f"{key!r} is both a field and a metadata key, with different values"
-                )
-            merged[key] = value
-        fields["metadata"] = merged
+        fields["metadata"] = _merged(metadata or {}, unknown)
     return fields
+
+
+def _merged(metadata: Document, unknown: Document) -> Document:
+    """``metadata`` with the ``unknown`` keys; refused where the two give a key two values."""
+    merged = dict(metadata)
+    for key, value in unknown.items():
+        if key in merged and merged[key] != value:
+            raise InvalidInputError(
+                f"{key!r} is both a field and a metadata key, with different values"
+            )
+        merged[key] = value
+    return merged
 
 
 def _message_0_to_1(document: Document) -> Document:

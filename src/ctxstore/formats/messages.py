@@ -252,23 +252,7 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
         raise CorruptDataError(
             "message metadata is not an object", session_id=session_id, position=position
         )
-    if stamp is not None and (not isinstance(stamp, datetime) or stamp.tzinfo is None):
-        raise CorruptDataError(
-            f"stored timestamp is {_infinity(stamp)}, not a time: an earlier ctxstore stored "
-            "Go's zero or maximum time so; `ctxstore upgrade-data` repairs it",
-            session_id=session_id,
-            position=position,
-        )
-    try:
-        stamp = _restore_offset(stamp, offset)
-        if nanos and stamp is not None:
-            stamp = with_nanoseconds(stamp, nanos)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise CorruptDataError(
-            f"bad timestamp offset {offset} or nanoseconds {nanos}",
-            session_id=session_id,
-            position=position,
-        ) from error
+    stamp = _stored_time(stamp, offset, nanos, session_id=session_id, position=position)
     if fmt == MESSAGE_FORMAT:
         return construct_trusted(
             role=role,
@@ -279,6 +263,38 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
             metadata=metadata,
             core_digest=digest,
         )
+    document = _older_document(fmt, role, content, name, metadata)
+    return MESSAGES.load(document, fmt, session_id=session_id, position=position)
+
+
+def _stored_time(
+    stamp: Any, offset: Any, nanos: Any, *, session_id: str, position: int
+) -> datetime | None:
+    """A row's timestamp columns as one time; CorruptDataError where they can't be."""
+    if stamp is not None and (not isinstance(stamp, datetime) or stamp.tzinfo is None):
+        raise CorruptDataError(
+            f"stored timestamp is {_infinity(stamp)}, not a time: an earlier ctxstore stored "
+            "Go's zero or maximum time so; `ctxstore upgrade-data` repairs it",
+            session_id=session_id,
+            position=position,
+        )
+    try:
+        restored = _restore_offset(stamp, offset)
+        if nanos and restored is not None:
+            restored = with_nanoseconds(restored, nanos)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise CorruptDataError(
+            f"bad timestamp offset {offset} or nanoseconds {nanos}",
+            session_id=session_id,
+            position=position,
+        ) from error
+    return restored
+
+
+def _older_document(
+    fmt: int, role: Any, content: Any, name: Any, metadata: dict[str, Any] | None
+) -> MessageDocument:
+    """A row of an older format as the document that format stored."""
     document: MessageDocument
     if fmt == 0:
         # A Go-format row keeps its original keys: unknown ones sit in metadata.
@@ -289,4 +305,4 @@ def row_to_message(row: Any, *, session_id: str, position: int) -> Message:
         document = {"role": role, "content": content, "metadata": metadata or {}}
         if name is not None:
             document["name"] = name
-    return MESSAGES.load(document, fmt, session_id=session_id, position=position)
+    return document

@@ -486,15 +486,6 @@ async def _first_batch(
     return _Stream(first, stream)
 
 
-def _common_prefix(left: Sequence[Message], right: Sequence[Message]) -> int:
-    count = 0
-    for a, b in zip(left, right, strict=False):
-        if a != b:
-            break
-        count += 1
-    return count
-
-
 def _session(session_id: str) -> str:
     return copy_key("save", session_id)
 

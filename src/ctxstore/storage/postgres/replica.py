@@ -86,9 +86,6 @@ class WrittenMarks:
     def deleted_profile(self, user_id: str) -> None:
         self._put(self._profiles, user_id, GONE)
 
-    def knows(self, session_id: str) -> bool:
-        return session_id in self._sessions
-
     def caught_up(self, session_id: str, found: Any) -> bool:
         """Whether a replica row of REPLICA_FRESHNESS (None: no session there) holds
         everything this process wrote to the session and to its user's profile."""

@@ -8,10 +8,11 @@ free-text value (complaint, body part, symptom, red flag, symptom duration) is c
 shown only when at least ``min_group_size`` (k; default 5, see :func:`set_min_group_size`)
 of a day's consultations have it and at least k of them don't; a window counts the sum
 of its days' shown counts (revision 0016, so no two windows difference to a consultation).
-Those counts are the cells ``ctxstore analytics refresh`` stores (ctxstore.aggregates,
-revision 0018): free-text reports show the days refreshed, never the current one.  An
-average, median or percentile over fewer than k consultations is NULL, and a red-flag
-count (and rate) shows only where k have red flags and k don't (revision 0019).
+Those counts are the cells ``ctxstore analytics refresh`` stores
+(ctxstore.commands.aggregates, revision 0018): free-text reports show the days refreshed,
+never the current one.  An average, median or percentile over fewer than k consultations
+is NULL, and a red-flag count (and rate) shows only where k have red flags and k don't
+(revision 0019).
 ``since`` and ``until`` select consultations by their first activity (the first
 message's time, else the session's creation): ``since <= first_activity < until``; each
 is a whole day, a :class:`~datetime.date` or a UTC midnight, or None (open).
