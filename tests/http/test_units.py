@@ -7,19 +7,22 @@ from pathlib import Path
 from typing import Annotated
 
 import pytest
-from fastapi import FastAPI, Header, Query
+from fastapi import Header, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.http.app import documentation_app
 from ctxstore.http.auth import TokenRegistry, new_token, token_hash
 from ctxstore.http.conditions import not_modified, write_expectation
 from ctxstore.http.openapi import openapi_document, render
-from ctxstore.http.parameters import direct_handler
+from ctxstore.http.parameters import Parameters
 from ctxstore.http.problems import ERROR_TYPES, NEVER_HOLDS, Problem, problem_type_of
+from ctxstore.http.registry import RouteApp
+from ctxstore.http.routes import append_messages
 from ctxstore.http.schemas import MessageIn
 from ctxstore.models import Message
 
@@ -120,8 +123,13 @@ def test_every_ctxstore_error_has_its_own_problem_type() -> None:
         pending.extend(cls.__subclasses__())
     library = [cls for cls in classes if cls.__module__ == "ctxstore.errors"]
     missing = [cls.__name__ for cls in library if cls not in ERROR_TYPES]
-    # EmbeddedServerUnavailableError only happens in the CLI's demo: its parent's type.
-    assert set(missing) <= {"EmbeddedServerUnavailableError"}
+    # Errors the service never raises take their parent's type: the CLI demo's embedded
+    # server, and the framework adapters' (a missing extra, the Agents SDK's settings).
+    assert set(missing) <= {
+        "EmbeddedServerUnavailableError",
+        "MissingExtraError",
+        "SessionSettingsError",
+    }
     for cls in library:
         kind = problem_type_of(cls.__new__(cls))
         assert kind.status >= 400
@@ -139,9 +147,19 @@ def test_the_published_openapi_document_is_current() -> None:
 
 
 def test_the_service_routes_validate_their_parameters_without_dependency_solving() -> None:
-    routes = [r for r in documentation_app().routes if isinstance(r, APIRoute)]
-    direct = {r.path for r in routes if direct_handler(r) is not None}
-    assert {r.path for r in routes if r.path.startswith("/v1/")} <= direct
+    """Served by Starlette's routing (a RouteApp each), documented by FastAPI: every
+    documented operation is served, and no route is FastAPI's APIRoute."""
+    app = documentation_app()
+    served = {
+        (r.path, method)
+        for r in app.routes
+        if isinstance(r, Route) and isinstance(r.app, RouteApp)
+        for method in r.methods or ()
+    }
+    assert not [r for r in app.routes if isinstance(r, APIRoute)]
+    documented = {(r.path, m) for r in app.state.documented_routes for m in r.methods}
+    assert documented <= served
+    assert {p for p, _ in documented if p.startswith("/v1/")}
 
 
 _MADE: list[str] = []
@@ -152,36 +170,27 @@ def _fresh() -> str:
     return _MADE[-1]
 
 
+async def _tagged(
+    request: Request,
+    tag: Annotated[str, Query(default_factory=_fresh)],
+    note: Annotated[str | None, Header()] = "plain",
+) -> Response:
+    return Response(f"{tag} {note}")
+
+
 async def test_a_parameters_default_factory_runs_for_each_request_as_fastapi_runs_it() -> None:
     made = _MADE
-    app = FastAPI()
-
-    @app.get("/x")
-    async def endpoint(
-        request: Request,
-        tag: Annotated[str, Query(default_factory=_fresh)],
-        note: Annotated[str | None, Header()] = "plain",
-    ) -> Response:
-        return Response(f"{tag} {note}")
-
-    route = next(r for r in app.routes if isinstance(r, APIRoute) and r.path == "/x")
-    handler = direct_handler(route)
-    assert handler is not None
+    parameters = Parameters.of(_tagged)
     scope = {"type": "http", "method": "GET", "path": "/x", "headers": [], "query_string": b""}
-    answers = [(await handler(Request({**scope, "path_params": {}}))).body for _ in range(2)]
+    answers = [
+        (await _tagged(**parameters.values(Request({**scope, "path_params": {}})))).body
+        for _ in range(2)
+    ]
     assert answers[-2:] == [f"{made[-2]} plain".encode(), f"{made[-1]} plain".encode()]
     assert made[-2] != made[-1]  # a value of its own for each request
 
 
 async def test_a_malformed_header_is_refused_by_its_field_where_fastapi_would() -> None:
-
-    route = next(
-        r
-        for r in documentation_app().routes
-        if isinstance(r, APIRoute) and r.path.endswith("/messages") and "POST" in r.methods
-    )
-    handler = direct_handler(route)
-    assert handler is not None
     scope = {
         "type": "http",
         "method": "POST",
@@ -191,7 +200,7 @@ async def test_a_malformed_header_is_refused_by_its_field_where_fastapi_would() 
         "query_string": b"",
     }
     with pytest.raises(RequestValidationError) as raised:
-        await handler(Request(scope))
+        Parameters.of(append_messages).values(Request(scope))
     locations = {tuple(item["loc"]) for item in raised.value.errors()}
     assert locations == {
         ("path", "session_id"),

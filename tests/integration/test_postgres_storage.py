@@ -70,10 +70,10 @@ async def test_appending_a_turn_writes_only_the_new_messages(database_url: URL) 
         writes = [(s, a) for s, a in statements if "messages" in s or "ctxstore_" in s]
         assert len(writes) == 1, statements
         sql, args = writes[0]
-        assert sql.startswith("SELECT ctxstore_append_if_unchanged_v3(")
+        assert sql.startswith("SELECT ctxstore_append_if_unchanged_v4(")
         named = dict(zip(sql_statements.APPEND_IF_UNCHANGED.parameters, args, strict=True))
         assert named["known_count"] == 1000  # positions 1000 + offsets:
-        assert list(named["new_seq"]) == [0, 1]  # exactly the two new rows are sent
+        assert [row[0] for row in named["new_rows"]] == [0, 1]  # the two new rows' seq only
         after = await row_versions(storage, "long")
         assert {seq: after[seq] for seq in before} == before  # old rows untouched
         assert len(after) == 1002
@@ -99,7 +99,7 @@ async def test_a_cold_append_reads_no_stored_messages(database_url: URL) -> None
         (params,) = inserts
         named = dict(zip(sql_statements.INSERT_MESSAGES.parameters, params, strict=True))
         # one row, position 1000: only the new message is written
-        assert named["start"] == 1000 and list(named["new_seq"]) == [0]
+        assert named["start"] == 1000 and [row[0] for row in named["new_rows"]] == [0]
         assert len(await storage.load("cold")) == 1001
 
 

@@ -39,6 +39,7 @@ from ctxstore.http.problems import (
     MALFORMED,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
+    TIMED_OUT,
     UNAUTHORIZED,
     Problem,
     error_response,
@@ -58,6 +59,7 @@ _BY_STATUS = {
     403: FORBIDDEN,
     404: NOT_FOUND,
     405: METHOD_NOT_ALLOWED,
+    408: TIMED_OUT,
     413: BODY_TOO_LARGE,
 }
 _WRITES = frozenset({"PUT", "POST", "DELETE", "PATCH"})
@@ -106,12 +108,14 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
         _attach(app, store)
     routes.router.install(app)
     ops.router.install(app)
+    app.state.documented_routes = [*routes.router.documented(), *ops.router.documented()]
     _install_handlers(app, settings.retry_after)
     app.add_middleware(
         ServiceMiddleware,
         tokens=settings.tokens,
         metrics=app.state.metrics,
         max_body_bytes=settings.max_body_bytes,
+        body_timeout=settings.body_timeout,
         log_requests=settings.access_log,
     )
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]

@@ -1,13 +1,20 @@
-"""What every request goes through before its route: authentication, the body size
-limit, timing, the access log, and the last-resort 500.
+"""What every request goes through before its route: authentication, the body's limits,
+timing, the access log, and the last-resort 500.
 
 A plain ASGI middleware (no per-request task or body buffering).  The token is checked
 here, before a byte of the body is read or parsed: an unauthenticated client gets 401
 whatever it sends.  The route then checks the token's scope (ctxstore.http.security).
+
+The body's limits hold here, as it is received: its size (413) and the time between its
+bytes (408, when the application waits for a byte that does not come).  A response that
+starts before its request's body was read whole closes the connection after it, so a
+body that stops after a refusal holds nothing.  The request head's limits are the
+connection's (ctxstore.http.connections).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import traceback
@@ -39,6 +46,9 @@ CHALLENGE = 'Bearer realm="ctxstore"'
 #: The status metrics and the access log give a request whose client left (nginx's 499).
 CLIENT_CLOSED = 499
 
+#: The rest of an unread body is never waited for: the connection ends with the response.
+_CLOSE = (b"connection", b"close")
+
 access_log = logging.getLogger("ctxstore.http.access")
 error_log = logging.getLogger("ctxstore.http")
 
@@ -51,6 +61,13 @@ class BodyTooLarge(HTTPException):
         super().__init__(413, f"the request body is larger than the limit of {limit} bytes")
 
 
+class BodyTimedOut(HTTPException):
+    """Raised by receive() when no byte of the body arrived for the body timeout."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the request body stopped arriving for {seconds} s")
+
+
 class ServiceMiddleware:
     def __init__(
         self,
@@ -59,12 +76,14 @@ class ServiceMiddleware:
         tokens: TokenRegistry,
         metrics: Metrics,
         max_body_bytes: int,
+        body_timeout: float = 10.0,
         log_requests: bool = True,
     ) -> None:
         self.app = app
         self.tokens = tokens
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
         self.log_requests = log_requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -75,7 +94,8 @@ class ServiceMiddleware:
         state = _Exchange(send)
         principal = "-"
         try:
-            name, length, hosts, presented = self._read_headers(scope)
+            name, length, hosts, presented, chunked = self._read_headers(scope)
+            state.body_done = not chunked and not length
             if hosts != 1 and scope.get("http_version") == "1.1":
                 await _answer(scope, receive, state, _not_one_host(hosts))
             elif name is None and not (self._public(scope) and not presented):
@@ -89,9 +109,9 @@ class ServiceMiddleware:
                 if scope["method"] == "HEAD":
                     # Every GET route answers HEAD: the GET, its body left unsent.
                     scope = {**scope, "method": "GET"}
-                    await self.app(scope, self._limited(receive), state.send_head)
+                    await self.app(scope, self._limited(receive, state), state.send_head)
                 else:
-                    await self.app(scope, self._limited(receive), state.send)
+                    await self.app(scope, self._limited(receive, state), state.send)
         except ClientDisconnect:
             # The client went away while its body was read: nobody to answer, no bug.
             state.status = CLIENT_CLOSED
@@ -121,12 +141,13 @@ class ServiceMiddleware:
                     principal,
                 )
 
-    def _read_headers(self, scope: Scope) -> tuple[str | None, int | None, int, bool]:
+    def _read_headers(self, scope: Scope) -> tuple[str | None, int | None, int, bool, bool]:
         """The token's name (None: no valid token; else its Principal is put in the
-        scope), the declared body length, how many Host fields came, and whether an
-        Authorization field did."""
+        scope), the declared body length, how many Host fields came, whether an
+        Authorization field did, and whether the body is sent in chunks."""
         authorization = length = None
         hosts = 0
+        chunked = False
         for key, value in scope["headers"]:
             if key == b"authorization":
                 authorization = value
@@ -134,6 +155,8 @@ class ServiceMiddleware:
                 length = value
             elif key == b"host":
                 hosts += 1
+            elif key == b"transfer-encoding":
+                chunked = True
         name = None
         if authorization is not None:
             scheme, _, token = authorization.decode("latin-1").partition(" ")
@@ -143,7 +166,7 @@ class ServiceMiddleware:
                     scope[PRINCIPAL_KEY] = found
                     name = found.name
         declared = int(length) if length is not None and length.isdigit() else None
-        return name, declared, hosts, authorization is not None
+        return name, declared, hosts, authorization is not None, chunked
 
     @staticmethod
     def _public(scope: Scope) -> bool:
@@ -156,35 +179,47 @@ class ServiceMiddleware:
             f"the request body is larger than the limit of {self.max_body_bytes} bytes",
         )
 
-    def _limited(self, receive: Receive) -> Receive:
+    def _limited(self, receive: Receive, state: _Exchange) -> Receive:
         limit = self.max_body_bytes
+        seconds = self.body_timeout
         seen = 0
 
         async def limited() -> Message:
             nonlocal seen
-            message = await receive()
+            if state.body_done:
+                return await receive()  # a disconnect, awaited as long as it takes
+            try:
+                async with asyncio.timeout(seconds):
+                    message = await receive()
+            except TimeoutError:
+                raise BodyTimedOut(seconds) from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
                     raise BodyTooLarge(limit)
+                state.body_done = not message.get("more_body", False)
             return message
 
         return limited
 
 
 class _Exchange:
-    """Remembers the response's status as it is sent."""
+    """Remembers the response's status as it is sent, and closes the connection after a
+    response that starts before the request's body was read whole."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self.status = 500
         self.started = False
+        self.body_done = True
         self._body_sent = False
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.status = int(message["status"])
             self.started = True
+            if not self.body_done:
+                message = {**message, "headers": [*message.get("headers", ()), _CLOSE]}
         await self._send(message)
 
     async def send_head(self, message: Message) -> None:

@@ -119,7 +119,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         version=__version__,
         openapi_version="3.1.0",
         description=DESCRIPTION,
-        routes=app.routes,
+        routes=app.state.documented_routes,
     )
     document["components"]["securitySchemes"] = BEARER_SCHEME
     schemas = document["components"]["schemas"]

@@ -1,130 +1,139 @@
-"""A route's path, query and header parameters, validated field by field, and its
-endpoint called with them: what FastAPI's request handler does for the service's routes,
-without its generic dependency solving (a tenth of an append's CPU, measured by
-benchmarks/bench_http_wrk.py).
+"""A route's path, query and header parameters, parsed and validated as they are declared.
 
-Each parameter is validated by the very field FastAPI built from its declaration (so
-the OpenAPI document and the checks stay one), at the same location (``("header",
-"If-Match")``), and the errors are FastAPI's ``RequestValidationError``.  A route this
-module can't call directly (a dependency, a body parameter, a cookie, a list-valued
-parameter, a synchronous endpoint) keeps FastAPI's handler.
+Each endpoint declares its parameters as FastAPI reads them (``Annotated[str | None,
+Header(alias="If-Match", pattern=...)]``), so FastAPI documents them in the OpenAPI
+document.  Requests are served by Starlette's routing (ctxstore.http.registry), and each
+parameter is validated here by a pydantic ``TypeAdapter`` of that same annotation: the
+same checks and messages as FastAPI's, at its locations (``("header", "If-Match")``),
+raised as its public ``RequestValidationError``.  Nothing is solved per request.
 """
 
 from __future__ import annotations
 
-import copy
 import inspect
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, get_origin
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
+from fastapi import Header, Path, Query
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
+from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
-from starlette.responses import Response
 
-Handler = Callable[[Request], Coroutine[Any, Any, Response]]
-_SOURCES = ("path", "query", "header")
-_SEQUENCES = (list, tuple, set, frozenset)
+Source = Literal["path", "query", "header"]
+#: The classes FastAPI's public Path, Query and Header return, in the order FastAPI
+#: reports its errors.
+_SOURCES: tuple[tuple[type[Any], Source], ...] = (
+    (type(Path()), "path"),
+    (type(Query()), "query"),
+    (type(Header()), "header"),
+)
+_ORDER = {source: index for index, (_, source) in enumerate(_SOURCES)}
 
 
-def direct_handler(route: APIRoute) -> Handler | None:
-    """The route's handler without dependency solving, or None: FastAPI's then."""
-    dependant = route.dependant
-    call = dependant.call
-    if (
-        call is None
-        or not inspect.iscoroutinefunction(call)
-        or dependant.dependencies
-        or dependant.body_params
-        or dependant.cookie_params
-        or dependant.request_param_name is None
-        or dependant.websocket_param_name is not None
-        or dependant.http_connection_param_name is not None
-        or dependant.response_param_name is not None
-        or dependant.background_tasks_param_name is not None
-        or dependant.security_scopes_param_name is not None
-    ):
-        return None
-    fields = [
-        *((field, "path") for field in dependant.path_params),
-        *((field, "query") for field in dependant.query_params),
-        *((field, "header") for field in dependant.header_params),
-    ]
-    plan = []
-    for field, source in fields:
-        info = field.field_info
-        if get_origin(info.annotation) in _SEQUENCES or info.annotation in _SEQUENCES:
-            return None  # list-valued: FastAPI collects every occurrence
-        if info.validation_alias is not None and not isinstance(info.validation_alias, str):
-            return None  # alias choices
-        alias = field.validation_alias or field.alias
-        plan.append(_Parameter(field, source, alias))
-    request_name = dependant.request_param_name
-    # Only the sources some parameter reads (a request's query is parsed when asked for).
-    needed = tuple(dict.fromkeys(parameter.source for parameter in plan))
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One declared parameter: where it is read, and what validates it."""
 
-    async def handler(request: Request) -> Response:
-        values: dict[str, Any] = {request_name: request}
-        errors: list[Any] = []
-        sources = {source: _SOURCE_OF[source](request) for source in needed}
-        for parameter in plan:
-            field, location = parameter.field, parameter.location
-            raw = sources[parameter.source].get(parameter.alias)
-            if raw is None:
-                if parameter.required:
-                    errors.append(_missing(location))
-                    continue
-                value = parameter.default()
-                if field.field_info.validate_default:
-                    value, problems = field.validate(value, values, loc=location)
-                    if problems:
-                        errors.extend(problems)
-                        continue
-                values[field.name] = value
+    name: str
+    source: Source
+    key: str
+    adapter: TypeAdapter[Any]
+    #: Made for each request when the parameter is absent (None: it is required).
+    default: Callable[[], Any] | None
+
+    @property
+    def location(self) -> tuple[str, str]:
+        return (self.source, self.key)
+
+
+class Parameters:
+    """An endpoint's parameters, worked out once from its signature."""
+
+    __slots__ = ("_declared", "_request_name", "_sources")
+
+    def __init__(self, request_name: str | None, declared: list[Parameter]) -> None:
+        self._request_name = request_name
+        self._declared = sorted(declared, key=lambda parameter: _ORDER[parameter.source])
+        self._sources = tuple(dict.fromkeys(parameter.source for parameter in self._declared))
+
+    @classmethod
+    def of(cls, endpoint: Callable[..., Any]) -> Parameters:
+        hints = get_type_hints(endpoint, include_extras=True)
+        request_name = None
+        declared = []
+        for name, signature in inspect.signature(endpoint).parameters.items():
+            hint = hints.get(name)
+            if hint is Request:
+                request_name = name
                 continue
-            value, problems = field.validate(raw, values, loc=location)
-            if problems:
-                errors.extend(problems)
-            else:
-                values[field.name] = value
+            declared.append(_declared(endpoint, name, hint, signature.default))
+        return cls(request_name, declared)
+
+    def values(self, request: Request) -> dict[str, Any]:
+        """The endpoint's keyword arguments (``RequestValidationError`` if any is invalid)."""
+        values: dict[str, Any] = {}
+        if self._request_name is not None:
+            values[self._request_name] = request
+        if not self._declared:
+            return values
+        sources = {source: _READ[source](request) for source in self._sources}
+        errors: list[Any] = []
+        for parameter in self._declared:
+            raw = sources[parameter.source].get(parameter.key)
+            if raw is None:
+                if parameter.default is None:
+                    errors.append(_missing(parameter.location))
+                else:
+                    values[parameter.name] = parameter.default()
+                continue
+            try:
+                values[parameter.name] = parameter.adapter.validate_python(raw)
+            except ValidationError as error:
+                errors.extend(
+                    {**item, "loc": (*parameter.location, *item["loc"])}
+                    for item in error.errors(include_url=False)
+                )
         if errors:
             raise RequestValidationError(errors)
-        response = await call(**values)
-        if not isinstance(response, Response):
-            raise TypeError(f"{route.path}: the endpoint must return a Response")
-        return response
-
-    return handler
+        return values
 
 
-_SOURCE_OF: dict[str, Callable[[Request], Mapping[str, Any]]] = {
+def _declared(endpoint: Callable[..., Any], name: str, hint: Any, default: Any) -> Parameter:
+    info = next((m for m in get_args(hint)[1:] if _source(m) is not None), None)
+    source = _source(info)
+    if get_origin(hint) is not Annotated or info is None or source is None:
+        raise TypeError(
+            f"{endpoint.__name__}({name}): declare it Annotated with Path, Query or Header"
+        )
+    key = info.alias or (name.replace("_", "-") if source == "header" else name)
+    return Parameter(name, source, key, TypeAdapter(hint), _default_of(info, default))
+
+
+def _source(metadata: Any) -> Source | None:
+    for kind, source in _SOURCES:
+        if isinstance(metadata, kind):
+            return source
+    return None
+
+
+def _default_of(info: Any, default: Any) -> Callable[[], Any] | None:
+    factory: Callable[[], Any] | None = info.default_factory
+    if factory is not None:
+        return factory  # a value of its own for each request, as FastAPI makes it
+    if default is inspect.Parameter.empty:
+        return None
+    if not isinstance(default, _IMMUTABLE):
+        raise TypeError(f"a parameter's default is shared between requests: {default!r}")
+    return lambda: default
+
+
+_IMMUTABLE = (type(None), bool, int, float, str, bytes)
+_READ: dict[Source, Callable[[Request], Mapping[str, Any]]] = {
     "path": lambda request: request.path_params,
     "query": lambda request: request.query_params,
     "header": lambda request: request.headers,
 }
-#: Defaults shared safely between requests (FastAPI deep-copies any other for each).
-_IMMUTABLE = frozenset({type(None), bool, int, float, str, bytes})
-
-
-class _Parameter:
-    """One parameter of a route, with what the handler needs of it worked out once."""
-
-    __slots__ = ("_fixed", "_shared", "alias", "field", "location", "required", "source")
-
-    def __init__(self, field: Any, source: str, alias: str) -> None:
-        self.field = field
-        self.source = source
-        self.alias = alias
-        self.location = (source, alias)
-        self.required: bool = field.field_info.is_required()
-        # A plain immutable default is shared; anything else is made for each request as
-        # FastAPI makes it (``field.default`` calls a default factory).
-        fixed = not self.required and field.field_info.default_factory is None
-        self._shared = field.default if fixed else None
-        self._fixed = fixed and type(self._shared) in _IMMUTABLE
-
-    def default(self) -> Any:
-        return self._shared if self._fixed else copy.deepcopy(self.field.default)
 
 
 def _missing(location: tuple[str, str]) -> dict[str, Any]:

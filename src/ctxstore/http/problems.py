@@ -117,7 +117,8 @@ METHOD_NOT_ALLOWED = ProblemType("method-not-allowed", "Method not allowed", 405
 BODY_TOO_LARGE = ProblemType("body-too-large", "Request body too large", 413)
 UNSUPPORTED_MEDIA_TYPE = ProblemType("unsupported-media-type", "Unsupported media type", 415)
 INTERNAL = ProblemType("internal-error", "Internal error", 500, _INTERNAL)
-# Answered by the connection itself (ctxstore.http.protocol), before the application.
+# Answered before the application: by the connection's gate (ctxstore.http.connections),
+# or, for a body that stops arriving, by the middleware.
 TARGET_TOO_LONG = ProblemType("target-too-long", "Request target too long", 414)
 HEAD_TOO_LARGE = ProblemType("head-too-large", "Request header fields too large", 431)
 TIMED_OUT = ProblemType("request-timeout", "Request timeout", 408)

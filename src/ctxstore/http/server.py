@@ -21,6 +21,7 @@ from pathlib import Path
 from ctxstore.db.engine import DATABASE_URL_ENV
 from ctxstore.errors import ConfigurationError
 from ctxstore.http.auth import TOKENS_FILE_ENV, new_token
+from ctxstore.http.connections import LOOP_FACTORY
 from ctxstore.http.logs import configure_logging
 from ctxstore.http.metrics import MULTIPROC_ENV
 from ctxstore.http.settings import (
@@ -32,8 +33,6 @@ from ctxstore.http.settings import (
 from ctxstore.settings import load_settings
 
 APP = "ctxstore.http.app:app_from_environment"
-#: uvicorn's httptools protocol with the connection limits it lacks (protocol.py).
-PROTOCOL = "ctxstore.http.protocol:BoundedHttpProtocol"
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,11 @@ def serve(options: ServeOptions) -> int:
         uvicorn.run(
             APP,
             factory=True,
-            http=PROTOCOL,
+            # The connection limits uvicorn lacks: an event loop whose servers put a
+            # gate in front of uvicorn's protocol (connections.py).
+            loop=LOOP_FACTORY,
+            http="httptools",
+            ws="none",
             host=options.host,
             port=options.port,
             workers=options.workers,

@@ -21,9 +21,6 @@ from ctxstore.tokens import DEFAULT_ENCODING, TokenCounter
 
 MAX_BODY_ENV = "CTXSTORE_HTTP_MAX_BODY_BYTES"
 POOL_SIZE_ENV = "CTXSTORE_HTTP_POOL_SIZE"
-TIMEOUT_ENV = "CTXSTORE_HTTP_OPERATION_TIMEOUT"
-RETRY_AFTER_ENV = "CTXSTORE_HTTP_RETRY_AFTER"
-TTL_ENV = "CTXSTORE_HTTP_SESSION_TTL_SECONDS"
 ACCESS_LOG_ENV = "CTXSTORE_HTTP_ACCESS_LOG"
 
 
@@ -49,6 +46,8 @@ class HttpSettings:
     max_messages: int = 2000
     #: The encoding stored token counts are made with (CTXSTORE_TOKEN_ENCODING).
     token_encoding: str = DEFAULT_ENCODING
+    #: Seconds a request body may go without a byte (408 past it).
+    body_timeout: float = 10.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HttpSettings:
@@ -67,6 +66,7 @@ class HttpSettings:
             access_log=settings.http_access_log,
             max_messages=settings.http_max_messages,
             token_encoding=settings.token_encoding,
+            body_timeout=settings.http_body_timeout,
         )
 
     def open_store(self) -> PostgresStorage:
