@@ -14,7 +14,10 @@ class Progress:
     logs) it prints a line at each tenth of the way, so logs stay short.
     """
 
-    def __init__(self, label: str, total: int | None, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, label: str, total: int | None, stream: TextIO | None = None, *, shown: bool = True
+    ) -> None:
+        """``shown=False``: draws nothing, so a quiet command runs the same loop."""
         self.label = label
         self.total = total
         self.done = 0
@@ -23,9 +26,12 @@ class Progress:
         self._started = time.monotonic()
         self._last_draw = 0.0
         self._last_tenth = -1
+        self._shown = shown
 
     def advance(self, amount: int = 1) -> None:
         self.done += amount
+        if not self._shown:
+            return
         now = time.monotonic()
         if self._interactive:
             if now - self._last_draw >= 0.1:
@@ -48,12 +54,13 @@ class Progress:
         return f"{self.label} [{bar:<30}] {fraction:4.0%} {self.done:,}/{self.total:,} {rate}"
 
     def finish(self) -> float:
-        """Draw the final state; return the elapsed seconds."""
-        if self._interactive:
-            self._stream.write("\r" + self.line() + "\n")
-        elif self.total and self._last_tenth != 10:
-            self._stream.write(self.line() + "\n")
-        self._stream.flush()
+        """Draw the final state (when shown); return the elapsed seconds."""
+        if self._shown:
+            if self._interactive:
+                self._stream.write("\r" + self.line() + "\n")
+            elif self.total and self._last_tenth != 10:
+                self._stream.write(self.line() + "\n")
+            self._stream.flush()
         return time.monotonic() - self._started
 
 

@@ -63,35 +63,44 @@ def json_problem(
         if level > max_depth:
             return f"{where}: nested deeper than {max_depth} levels"
         kind = type(item)
-        if kind is str:
-            problem = text_problem(item)
-            if problem:
-                return f"{where}: {problem}"
-        elif kind is int:
-            if not _INT_MIN <= item <= _INT_MAX:
-                return f"{where}: integer outside signed 64 bits"
-        elif kind is float:
-            if not math.isfinite(item):
-                return f"{where}: NaN and infinity are not JSON"
-            if not -_FLOAT_LIMIT < item < _FLOAT_LIMIT:
-                # jsonb keeps numbers as numeric and returns an integral one as an int:
-                # from 2^63 on, an int outside 64 bits, which no reader accepts.
-                return f"{where}: a number of magnitude 2^63 or more can't be stored exactly"
-        elif kind is dict:
-            children: list[tuple[Any, int, str]] = []
-            for key, child in item.items():
-                if type(key) is not str:
-                    return f"{where}: key {key!r} is not a string"
-                problem = text_problem(key)
+        if kind is dict:
+            for key in item:
+                problem = _key_problem(key)
                 if problem:
-                    return f"{where}: key {problem}"
-                children.append((child, level + 1, f"{where}.{key}"))
-            pending.extend(reversed(children))
+                    return f"{where}: {problem}"
+            pending.extend((item[key], level + 1, f"{where}.{key}") for key in reversed(item))
         elif kind is list:
             pending.extend(
                 (child, level + 1, f"{where}[{index}]")
                 for index, child in reversed(list(enumerate(item)))
             )
-        elif item is not None and kind is not bool:
-            return f"{where}: {kind.__name__} is not a JSON value"
+        else:
+            problem = _scalar_problem(item, kind)
+            if problem:
+                return f"{where}: {problem}"
     return None
+
+
+def _key_problem(key: Any) -> str | None:
+    if type(key) is not str:
+        return f"key {key!r} is not a string"
+    problem = text_problem(key)
+    return f"key {problem}" if problem else None
+
+
+def _scalar_problem(item: Any, kind: type) -> str | None:
+    if kind is str:
+        return text_problem(item)
+    if kind is int:
+        return None if _INT_MIN <= item <= _INT_MAX else "integer outside signed 64 bits"
+    if kind is float:
+        if not math.isfinite(item):
+            return "NaN and infinity are not JSON"
+        if not -_FLOAT_LIMIT < item < _FLOAT_LIMIT:
+            # jsonb keeps numbers as numeric and returns an integral one as an int:
+            # from 2^63 on, an int outside 64 bits, which no reader accepts.
+            return "a number of magnitude 2^63 or more can't be stored exactly"
+        return None
+    if item is None or kind is bool:
+        return None
+    return f"{kind.__name__} is not a JSON value"

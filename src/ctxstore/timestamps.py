@@ -105,16 +105,7 @@ def parse_timestamp(text: str) -> datetime | str:
     found = _TIMESTAMP.fullmatch(text)
     if found is None or (found[8] is None and found[9] is None):
         return text
-    fraction = found[7]
-    nanosecond = 0
-    if fraction is not None and len(fraction) > 6:
-        if fraction[9:].strip("0"):
-            raise InvalidMessageError(
-                f"timestamp {text!r} has digits below the nanosecond: ctxstore keeps "
-                "nanoseconds (as Go's time.Time), so it would be changed"
-            )
-        nanosecond = int(fraction[6:9].ljust(3, "0"))
-        text = text[: found.start(7) + 6] + text[found.end(7) :]
+    text, nanosecond = _split_nanoseconds(text, found)
     if found[8] == "z":
         text = text[:-1] + "Z"
     # fromisoformat (C, exact to the microsecond) reads what the pattern admits, but
@@ -127,6 +118,21 @@ def parse_timestamp(text: str) -> datetime | str:
         raise InvalidMessageError(
             f"timestamp {found[0]!r} is not a time ctxstore can hold: {error}"
         ) from error
+
+
+def _split_nanoseconds(text: str, found: re.Match[str]) -> tuple[str, int]:
+    """``text`` with its fraction cut to microseconds (what fromisoformat reads), and the
+    nanoseconds below them."""
+    fraction = found[7]
+    if fraction is None or len(fraction) <= 6:
+        return text, 0
+    if fraction[9:].strip("0"):
+        raise InvalidMessageError(
+            f"timestamp {text!r} has digits below the nanosecond: ctxstore keeps "
+            "nanoseconds (as Go's time.Time), so it would be changed"
+        )
+    nanosecond = int(fraction[6:9].ljust(3, "0"))
+    return text[: found.start(7) + 6] + text[found.end(7) :], nanosecond
 
 
 def go_timestamp(moment: datetime) -> str:

@@ -134,14 +134,9 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> list[CheckpointTuple]:
-        if limit is not None and (type(limit) is not int or limit < 0):
-            raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
-        configurable = (config or {}).get("configurable", {})
-        if configurable.get("thread_id") is not None:
-            threads = [self._thread(config or {})[0]]
-        else:
-            threads = await self._rows.threads(filter)
-        ns = configurable.get("checkpoint_ns")
+        _check_limit(limit)
+        threads = await self._threads(config, filter)
+        ns = (config or {}).get("configurable", {}).get("checkpoint_ns")
         before_id = get_checkpoint_id(before) if before else None
         found: list[CheckpointTuple] = []
         for sid in threads:
@@ -159,6 +154,14 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         found.sort(key=lambda t: t.checkpoint["id"], reverse=True)
         return found if limit is None else found[:limit]
 
+    async def _threads(
+        self, config: RunnableConfig | None, filter: dict[str, Any] | None
+    ) -> list[str]:
+        """The thread ``config`` names, or every thread whose checkpoints ``filter`` admits."""
+        if (config or {}).get("configurable", {}).get("thread_id") is not None:
+            return [self._thread(config or {})[0]]
+        return await self._rows.threads(filter)
+
     async def _tuples(self, sid: str, rows: Sequence[CheckpointRow]) -> list[CheckpointTuple]:
         """The checkpoints of ``rows`` with their values and pending writes."""
         checkpoints = {(r.ns, r.checkpoint_id): self._loads(r.checkpoint, sid) for r in rows}
@@ -172,21 +175,14 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
         }
         wanted |= {(r.ns, MESSAGES, r.messages_archive) for r in rows if r.messages_archive}
         values = await self._rows.values(sid, wanted)
-        writes: dict[tuple[str, str], list[PendingWrite]] = {}
-        for w in await self._rows.writes(sid, [(row.ns, row.checkpoint_id) for row in rows]):
-            pending = (w.task_id, w.channel, self._loads(w.value, sid))
-            writes.setdefault((w.ns, w.checkpoint_id), []).append(pending)
+        writes = await self._pending_writes(sid, rows)
         session: list[_Held] = []  # the session's messages, read at most once
         found = []
         for row in rows:
             checkpoint = checkpoints[row.ns, row.checkpoint_id]
-            channel_values: dict[str, Any] = {}
-            for channel, version in checkpoint["channel_versions"].items():
-                if self._in_session(row, channel):
-                    channel_values[channel] = await self._messages_at(sid, row, values, session)
-                elif (typed := values.get((row.ns, channel, str(version)))) is not None:
-                    channel_values[channel] = self._loads(typed, sid)
-            checkpoint["channel_values"] = channel_values
+            checkpoint["channel_values"] = await self._channel_values(
+                sid, row, checkpoint, values, session
+            )
             found.append(
                 CheckpointTuple(
                     config=_config(sid, row.ns, row.checkpoint_id),
@@ -197,6 +193,32 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
                 )
             )
         return found
+
+    async def _pending_writes(
+        self, sid: str, rows: Sequence[CheckpointRow]
+    ) -> dict[tuple[str, str], list[PendingWrite]]:
+        """The pending writes of each of ``rows``' checkpoints, by (ns, checkpoint id)."""
+        writes: dict[tuple[str, str], list[PendingWrite]] = {}
+        for w in await self._rows.writes(sid, [(row.ns, row.checkpoint_id) for row in rows]):
+            pending = (w.task_id, w.channel, self._loads(w.value, sid))
+            writes.setdefault((w.ns, w.checkpoint_id), []).append(pending)
+        return writes
+
+    async def _channel_values(
+        self,
+        sid: str,
+        row: CheckpointRow,
+        checkpoint: Checkpoint,
+        values: dict[tuple[str, str, str], Typed | None],
+        session: list[_Held],
+    ) -> dict[str, Any]:
+        channel_values: dict[str, Any] = {}
+        for channel, version in checkpoint["channel_versions"].items():
+            if self._in_session(row, channel):
+                channel_values[channel] = await self._messages_at(sid, row, values, session)
+            elif (typed := values.get((row.ns, channel, str(version)))) is not None:
+                channel_values[channel] = self._loads(typed, sid)
+        return channel_values
 
     @staticmethod
     def _in_session(row: CheckpointRow, channel: str) -> bool:
@@ -578,6 +600,11 @@ class CtxstoreSaver(BaseCheckpointSaver[int]):
             raise CorruptDataError(
                 f"a checkpoint value cannot be read: {type(error).__name__}", session_id=sid
             ) from None
+
+
+def _check_limit(limit: object) -> None:
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidInputError(f"limit must be None or an int >= 0, not {limit!r}")
 
 
 def _config(sid: str, ns: str, checkpoint_id: str) -> RunnableConfig:

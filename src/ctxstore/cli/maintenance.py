@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy import URL
 
-from ctxstore.cli.options import Commands, add_database_url, positive_int
+from ctxstore.cli.options import Commands, add_batch_size, add_database_url, positive_int
 from ctxstore.db.engine import normalize_url
 from ctxstore.errors import ConfigurationError
 from ctxstore.settings import Settings
@@ -22,12 +22,7 @@ def register(commands: Commands) -> None:
         "upgrade-data",
         help="rewrite every stored row in the current formats (resumable, safe while live)",
     )
-    upgrade.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=500,
-        help="sessions listed per batch (default: %(default)s)",
-    )
+    add_batch_size(upgrade, 500, "sessions listed per batch")
     upgrade.set_defaults(func=upgrade_data)
 
     recount = commands.add_parser(
@@ -38,12 +33,7 @@ def register(commands: Commands) -> None:
     target = recount.add_mutually_exclusive_group(required=True)
     target.add_argument("--encoding", help="the tiktoken encoding, e.g. o200k_base")
     target.add_argument("--model", help="the model whose encoding to use, e.g. gpt-4o")
-    recount.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=500,
-        help="messages read and written per statement (default: %(default)s)",
-    )
+    add_batch_size(recount, 500, "messages read and written per statement")
     recount.set_defaults(func=recount_counts)
 
     seed = commands.add_parser(
@@ -67,12 +57,7 @@ def register(commands: Commands) -> None:
     seed.set_defaults(func=seed_sample)
 
     purge = commands.add_parser("purge-expired", help="delete expired sessions in batches")
-    purge.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=1000,
-        help="sessions deleted per transaction (default: %(default)s)",
-    )
+    add_batch_size(purge, 1000, "sessions deleted per transaction")
     purge.add_argument(
         "--older-than-days",
         type=positive_int,
@@ -84,12 +69,7 @@ def register(commands: Commands) -> None:
         "rotate-keys",
         help="re-wrap data keys under the current master key (CTXSTORE_MASTER_KEYS)",
     )
-    rotate.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=100,
-        help="sessions re-keyed per transaction (default: %(default)s)",
-    )
+    add_batch_size(rotate, 100, "sessions re-keyed per transaction")
     rotate.add_argument(
         "--reencrypt",
         action="store_true",

@@ -60,6 +60,17 @@ def positive_int(value: str) -> int:
     return number
 
 
+def add_batch_size(parser: argparse.ArgumentParser, default: int, unit: str) -> None:
+    """``--batch-size``: how many of ``unit`` (such as "sessions deleted per
+    transaction") a batch takes."""
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=default,
+        help=f"{unit} (default: %(default)s)",
+    )
+
+
 _DURATION = re.compile(r"\d+(\.\d+)?\s*(us|ms|s|min|h|d)?")
 
 

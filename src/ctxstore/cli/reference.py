@@ -57,12 +57,15 @@ def _documented(action: argparse.Action) -> bool:
     return not isinstance(action, argparse._HelpAction | argparse._VersionAction)
 
 
+def _name(action: argparse.Action) -> str:
+    if not action.option_strings:
+        return f"`{action.metavar or action.dest}`"
+    metavar = "" if action.nargs == 0 else f" {action.metavar or action.dest.upper()}"
+    return ", ".join(f"`{flag}{metavar}`" for flag in action.option_strings)
+
+
 def _row(action: argparse.Action) -> str:
-    if action.option_strings:
-        metavar = "" if action.nargs == 0 else f" {action.metavar or action.dest.upper()}"
-        name = ", ".join(f"`{flag}{metavar}`" for flag in action.option_strings)
-    else:
-        name = f"`{action.metavar or action.dest}`"
+    name = _name(action)
     text = (action.help or "") % {"default": action.default, "prog": "ctxstore"}
     if action.choices is not None:
         text += f" (one of: {', '.join(str(choice) for choice in action.choices)})"

@@ -118,40 +118,60 @@ async def refresh_aggregates(
     end = today or datetime.now(UTC).date()
     async with storage.maintenance("refreshing the analytics aggregates") as driver:
         k = int(await sql.ANALYTICS_MIN_GROUP_SIZE.fetchval(driver))
-        scanned: dict[date, tuple[int, Decimal]] = {
-            row["day"]: (int(row["sessions"]), row["fingerprint"])
-            for row in await sql.DAY_FINGERPRINTS.fetch(driver, before=_midnight(end))
-        }
-        recorded: dict[date, Basis] = {
-            row["day"]: (int(row["sessions"]), row["fingerprint"], int(row["min_group_size"]))
-            for row in await sql.REFRESHED_DAYS.fetch(driver)
-        }
-        stale = sorted(
-            day
-            for day in scanned.keys() | {day for day in recorded if day < end}
-            if day not in scanned or recorded.get(day) != (*scanned[day], k)
-        )
+        scanned, stale = await _stale_days(driver, end, k)
         keys = DataKeys(encryption) if encryption is not None else None
         report.days_unchanged = len(scanned) - sum(day in scanned for day in stale)
         progress = Progress(
-            "refreshing analytics", sum(scanned[day][0] for day in stale if day in scanned)
+            "refreshing analytics",
+            sum(scanned[day][0] for day in stale if day in scanned),
+            shown=show,
         )
         for day in stale:
             if day not in scanned:
-                async with driver.transaction():
-                    await sql.DELETE_DAY_CELLS.execute(driver, day=day)
-                    await sql.FORGET_REFRESHED_DAY.execute(driver, day=day)
+                await _forget_day(driver, day)
                 report.days_emptied += 1
                 continue
             await _refresh_day(driver, keys, day, (*scanned[day], k), report)
-            if keys is not None and len(keys.loaded) > KEYS_KEPT:
-                keys.clear()
-            if show:
-                progress.advance(scanned[day][0])
-        if show and stale:
+            _bound_key_cache(keys)
+            progress.advance(scanned[day][0])
+        if stale:
             progress.finish()
     report.seconds = time.monotonic() - started
     return report
+
+
+def _bound_key_cache(keys: DataKeys | None) -> None:
+    if keys is not None and len(keys.loaded) > KEYS_KEPT:
+        keys.clear()
+
+
+async def _stale_days(
+    driver: Driver, end: date, k: int
+) -> tuple[dict[date, tuple[int, Decimal]], list[date]]:
+    """The sessions and fingerprint of each day before ``end`` that has consultations, and
+    the days to refresh: changed since their last refresh (or refreshed with another
+    ``k``), never refreshed, or refreshed but emptied since."""
+    scanned: dict[date, tuple[int, Decimal]] = {
+        row["day"]: (int(row["sessions"]), row["fingerprint"])
+        for row in await sql.DAY_FINGERPRINTS.fetch(driver, before=_midnight(end))
+    }
+    recorded: dict[date, Basis] = {
+        row["day"]: (int(row["sessions"]), row["fingerprint"], int(row["min_group_size"]))
+        for row in await sql.REFRESHED_DAYS.fetch(driver)
+    }
+    stale = sorted(
+        day
+        for day in scanned.keys() | {day for day in recorded if day < end}
+        if day not in scanned or recorded.get(day) != (*scanned[day], k)
+    )
+    return scanned, stale
+
+
+async def _forget_day(driver: Driver, day: date) -> None:
+    """A day with no consultation left: its cells and its refresh record removed."""
+    async with driver.transaction():
+        await sql.DELETE_DAY_CELLS.execute(driver, day=day)
+        await sql.FORGET_REFRESHED_DAY.execute(driver, day=day)
 
 
 async def _refresh_day(

@@ -193,27 +193,32 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """
     columns = [_printable(column) for column in columns]
     cells = [[_printable(_cell(value)) for value in row] for row in rows]
-    numeric = [
-        all(isinstance(row[i], int | float | Decimal) or row[i] is None for row in rows)
-        for i in range(len(columns))
-    ]
+    numeric = [_numeric(rows, i) for i in range(len(columns))]
     widths = [
         max([_width(column)] + [_width(row[i]) for row in cells])
         for i, column in enumerate(columns)
     ]
 
-    def line(values: Sequence[str]) -> str:
-        parts = []
-        for i, value in enumerate(values):
-            pad = " " * (widths[i] - _width(value))
-            parts.append(pad + value if numeric[i] else value + pad)
-        return "  ".join(parts).rstrip()
-
-    out = [line(list(columns)), "  ".join("-" * width for width in widths)]
-    out += [line(row) for row in cells]
+    out = [_aligned(columns, widths, numeric), "  ".join("-" * width for width in widths)]
+    out += [_aligned(row, widths, numeric) for row in cells]
     if not rows:
         out.append("(no consultations in this window)")
     return "\n".join(out)
+
+
+def _numeric(rows: Sequence[Sequence[Any]], column: int) -> bool:
+    """Whether the column holds numbers only (right-aligned)."""
+    return all(
+        isinstance(row[column], int | float | Decimal) or row[column] is None for row in rows
+    )
+
+
+def _aligned(values: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) -> str:
+    parts = []
+    for value, width, right in zip(values, widths, numeric, strict=False):
+        pad = " " * (width - _width(value))
+        parts.append(pad + value if right else value + pad)
+    return "  ".join(parts).rstrip()
 
 
 def _order_funnel(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -59,7 +59,7 @@ async def purge_expired(
         pending = int(await sql.COUNT_EXPIRED.fetchval(driver))
         if older_than is not None:
             pending += int(await sql.COUNT_OLD.fetchval(driver, age=older_than))
-        progress = Progress("purging sessions", pending) if show else None
+        progress = Progress("purging sessions", pending, shown=show)
         while True:
             rows = await sql.PURGE_EXPIRED_BATCH.fetch(driver, batch_size=batch_size)
             if not rows and older_than is not None:
@@ -71,10 +71,8 @@ async def purge_expired(
             report.batches += 1
             report.sessions += len(rows)
             report.messages += sum(row["message_count"] for row in rows)
-            if progress:
-                progress.advance(len(rows))
-        if progress:
-            progress.finish()
+            progress.advance(len(rows))
+        progress.finish()
         for statement in (sql.FORGET_SESSION_WRITES_BATCH, sql.FORGET_PROFILE_WRITES_BATCH):
             while forgotten := int(
                 await statement.fetchval(driver, batch_size=batch_size, age=WRITE_IDS_KEPT)

@@ -55,12 +55,11 @@ async def recount_store(
         sessions = [
             row["session_id"] for row in await sql.SESSIONS_TO_RECOUNT.fetch(driver, **labels)
         ]
-    progress = Progress(f"recounting with {counter.encoding_name}", pending) if show else None
+    progress = Progress(f"recounting with {counter.encoding_name}", pending, shown=show)
     for session_id in sessions:
         done = await _recount_session(storage, session_id, counter, batch_size, report, progress)
         report.sessions += done > 0
-    if progress:
-        progress.finish()
+    progress.finish()
     report.seconds = time.monotonic() - started
     return report
 
@@ -71,7 +70,7 @@ async def _recount_session(
     counter: TokenCounter,
     batch_size: int,
     report: RecountReport,
-    progress: Progress | None,
+    progress: Progress,
 ) -> int:
     """Recount one session, newest first, ``batch_size`` messages a read and a write."""
     current = {counter.count_label, counter.untimed_label}
@@ -104,6 +103,5 @@ async def _recount_session(
             written = int(status.split()[-1])
             report.recounted += written
             done += written
-        if progress:
-            progress.advance(len(stale))
+        progress.advance(len(stale))
     return done

@@ -207,18 +207,20 @@ class ImportReport:
             self.skipped.append(described)
         elif outcome is Outcome.FAILED:
             self.failed.append(described)
+        elif outcome is Outcome.REPLACED:
+            self.imported += 1
+            self.replaced.append(_parting(result))
         else:
-            parting = Parting(
-                result.session_id or "",
-                result.postgres_messages or 0,
-                result.redis_messages or 0,
-                result.common or 0,
-            )
-            if outcome is Outcome.REPLACED:
-                self.imported += 1
-                self.replaced.append(parting)
-            else:
-                self.diverged.append(parting)
+            self.diverged.append(_parting(result))
+
+
+def _parting(result: KeyResult) -> Parting:
+    return Parting(
+        result.session_id or "",
+        result.postgres_messages or 0,
+        result.redis_messages or 0,
+        result.common or 0,
+    )
 
 
 # -- one session ------------------------------------------------------------------------------
@@ -308,10 +310,7 @@ async def import_session(
     if expiry is not None and postgres is None:
         raise ConfigurationError("carrying Redis TTLs needs a PostgresStorage")
     for _attempt in range(ATTEMPTS):
-        stored = await read_stored(storage, session_id, len(incoming))
-        if after_read is not None:
-            await after_read(session_id)
-        decision = decide(stored, incoming, overwrite=overwrite)
+        decision = await _read_and_decide(storage, session_id, incoming, overwrite, after_read)
         try:
             version = await write_decision(storage, session_id, incoming, decision)
         except ConflictError:
@@ -328,6 +327,19 @@ async def import_session(
     )
 
 
+async def _read_and_decide(
+    storage: VersionedStorage,
+    session_id: str,
+    incoming: list[Message],
+    overwrite: bool,
+    after_read: AfterRead | None,
+) -> Decision:
+    stored = await read_stored(storage, session_id, len(incoming))
+    if after_read is not None:
+        await after_read(session_id)
+    return decide(stored, incoming, overwrite=overwrite)
+
+
 # -- the whole import -------------------------------------------------------------------------
 
 
@@ -341,6 +353,30 @@ async def _scan_keys(client: Any, prefix: str) -> list[bytes]:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+async def _read_key(client: Any, key: bytes) -> tuple[str, Any, int]:
+    """The key's Redis type, value and PTTL."""
+    # One MULTI: the value and its TTL belong to the same moment.
+    with translated_redis("reading Redis"):
+        async with client.pipeline(transaction=True) as pipe:
+            pipe.type(key)
+            pipe.get(key)
+            pipe.pttl(key)
+            kind, raw, pttl = await pipe.execute(raise_on_error=False)
+    return _text(kind), raw, pttl
+
+
+def _not_a_session(kind: str, raw: Any) -> str | None:
+    """Why the key read holds no session to import; None when it holds one.  Raises the
+    error Redis answered the GET of a string with."""
+    if kind == "none" or raw is None:  # expired between SCAN and GET
+        return "expired before it was read"
+    if kind != "string":
+        return f"a Redis {kind}, not a session's JSON string"
+    if isinstance(raw, Exception):
+        raise raw
+    return None
 
 
 async def _import_one(
@@ -361,23 +397,11 @@ async def _import_one(
     except CtxStoreError as error:
         return KeyResult(name, Outcome.SKIPPED, reason=str(error))
     try:
-        # One MULTI: the value and its TTL belong to the same moment.
-        with translated_redis("reading Redis"):
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.type(key)
-                pipe.get(key)
-                pipe.pttl(key)
-                kind, raw, pttl = await pipe.execute(raise_on_error=False)
+        kind, raw, pttl = await _read_key(client, key)
         read_at = time.monotonic()
-        kind = _text(kind)
-        if kind == "none" or raw is None:  # expired between SCAN and GET
-            return KeyResult(name, Outcome.SKIPPED, session_id, "expired before it was read")
-        if kind != "string":
-            return KeyResult(
-                name, Outcome.SKIPPED, session_id, f"a Redis {kind}, not a session's JSON string"
-            )
-        if isinstance(raw, Exception):
-            raise raw
+        unusable = _not_a_session(kind, raw)
+        if unusable is not None:
+            return KeyResult(name, Outcome.SKIPPED, session_id, unusable)
         messages = parse_session_value(raw, session_id)
 
         def expiry() -> timedelta | None:
@@ -440,7 +464,7 @@ async def import_redis(
     report = ImportReport()
     started = time.monotonic()
     keys = await _scan_keys(client, prefix)
-    progress = Progress("importing sessions", len(keys)) if show else None
+    progress = Progress("importing sessions", len(keys), shown=show)
     queue: asyncio.Queue[bytes] = asyncio.Queue()
     for key in keys:
         queue.put_nowait(key)
@@ -461,11 +485,9 @@ async def import_redis(
             report.add(result)
             if on_result is not None:
                 on_result(result)
-            if progress:
-                progress.advance()
+            progress.advance()
 
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-    if progress:
-        progress.finish()
+    progress.finish()
     report.seconds = time.monotonic() - started
     return report

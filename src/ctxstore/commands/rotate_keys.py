@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,7 +160,7 @@ async def _rewrap(
 ) -> None:
     current = provider.current_key_id
     total = int(await sql.COUNT_TO_REWRAP.fetchval(driver, current=current))
-    progress = Progress("re-wrapping data keys", total) if show else None
+    progress = Progress("re-wrapping data keys", total, shown=show)
     while True:
         async with driver.transaction():
             found = await sql.REWRAP_BATCH.fetch(driver, current=current, batch_size=batch_size)
@@ -173,16 +174,15 @@ async def _rewrap(
             break
         report.batches += 1
         report.rewrapped += len(found)
-        if progress:
-            progress.advance(len(found))
-    if progress:
-        progress.finish()
+        progress.advance(len(found))
+    progress.finish()
 
 
 async def _reencrypt_sessions(
     driver: Driver, keys: DataKeys, batch_size: int, report: RotationReport, show: bool
 ) -> None:
-    progress = Progress("re-encrypting sessions", int(await sql.COUNT_SESSIONS.fetchval(driver)))
+    total = int(await sql.COUNT_SESSIONS.fetchval(driver))
+    progress = Progress("re-encrypting sessions", total, shown=show)
     after = ""
     while True:
         async with driver.transaction():
@@ -201,10 +201,8 @@ async def _reencrypt_sessions(
         after = batch[-1]["session_id"]
         report.batches += 1
         report.sessions += len(batch)
-        if show:
-            progress.advance(len(batch))
-    if show:
-        progress.finish()
+        progress.advance(len(batch))
+    progress.finish()
 
 
 async def _reseal_session(
@@ -227,6 +225,26 @@ async def _reseal_session(
         for read, write in sql.STATE_STATEMENTS.values()
         for row in await read.fetch(driver, sid=sid)
     ]
+    count = await _reseal_messages(driver, key, sid, opened)
+    for row, text in texts:
+        aad = document_aad("summary", sid, row["summary_version"])
+        value = key.seal(text.encode("utf-8", "surrogatepass"), aad)
+        await sql.RESEAL_SUMMARY.execute(
+            driver, sid=sid, version=row["summary_version"], key_id=key.key_id, sealed=value
+        )
+        count += 1
+    for write, row, document in states:
+        value = key.seal(document, document_aad("state", sid, row["version"]))
+        await write.execute(
+            driver, sid=sid, version=row["version"], key_id=key.key_id, sealed=value
+        )
+        count += 1
+    return count
+
+
+async def _reseal_messages(driver: Driver, key: DataKey, sid: str, opened: Sequence[Any]) -> int:
+    """Seal the session's opened message rows under ``key`` (the content hash too, when
+    every row is current); rows resealed."""
     prefix, seqs, digests, sealed, full = message_aad_prefix(sid), [], [], [], []
     for row in opened:
         seq, name, content, metadata, core = row[0], row[7], row[2], row[8], row[9]
@@ -246,21 +264,7 @@ async def _reseal_session(
             await sql.SET_CONTENT_HASH.execute(
                 driver, sid=sid, hash=key.hasher(b"".join(full)).digest()
             )
-    count = len(seqs)
-    for row, text in texts:
-        aad = document_aad("summary", sid, row["summary_version"])
-        value = key.seal(text.encode("utf-8", "surrogatepass"), aad)
-        await sql.RESEAL_SUMMARY.execute(
-            driver, sid=sid, version=row["summary_version"], key_id=key.key_id, sealed=value
-        )
-        count += 1
-    for write, row, document in states:
-        value = key.seal(document, document_aad("state", sid, row["version"]))
-        await write.execute(
-            driver, sid=sid, version=row["version"], key_id=key.key_id, sealed=value
-        )
-        count += 1
-    return count
+    return len(seqs)
 
 
 async def _document(

@@ -185,33 +185,11 @@ def sample_consultation(
     started = (now or datetime.now(UTC)) - timedelta(
         days=rng.uniform(0, 56), hours=rng.uniform(0, 24)
     )
-    stamp = started
-    messages: list[Message] = []
-    for turn in range(turns):
-        question = complaint.opening if turn == 0 else rng.choice(complaint.details)
-        for role, content in (("user", question), ("assistant", rng.choice(answers))):
-            messages.append(
-                Message(role=role, content=content, turn_id=f"turn_{turn + 1:04d}", timestamp=stamp)
-            )
-            stamp += timedelta(seconds=rng.randint(8, 150))
-    states = []
-    for stage_index in range(final_stage + 1):
-        known = stage_index >= 1
-        states.append(
-            {
-                "stage": STAGES[stage_index],
-                "chief_complaint": complaint.chief_complaint if known else None,
-                "body_parts": list(complaint.body_parts) if known else [],
-                "symptoms": list(complaint.symptoms) if known else [],
-                "duration": rng.choice(("一周", "两周", "三天", "a week", "two weeks"))
-                if known
-                else None,
-                "aggravating_factors": list(complaint.aggravating) if known else [],
-                "pain_level": rng.randint(1, 8) if stage_index >= 2 else None,
-                "red_flags": red_flags if stage_index >= 2 else [],
-                "missing_slots": [] if stage_index >= 2 else ["pain_level"],
-            }
-        )
+    messages = _sample_messages(rng, complaint, answers, turns, started)
+    states = [
+        _sample_state(rng, complaint, stage_index, red_flags)
+        for stage_index in range(final_stage + 1)
+    ]
     profile: dict[str, Any] = {
         "age": rng.randint(16, 70),
         "gender": rng.choice(("female", "male")),
@@ -221,6 +199,44 @@ def sample_consultation(
     return SampleConsultation(
         f"sample-{seed}-{index:07d}", f"user-{seed}-{index % 9973:05d}", messages, states, profile
     )
+
+
+def _sample_messages(
+    rng: random.Random,
+    complaint: Complaint,
+    answers: tuple[str, ...],
+    turns: int,
+    started: datetime,
+) -> list[Message]:
+    stamp = started
+    messages: list[Message] = []
+    for turn in range(turns):
+        question = complaint.opening if turn == 0 else rng.choice(complaint.details)
+        for role, content in (("user", question), ("assistant", rng.choice(answers))):
+            messages.append(
+                Message(role=role, content=content, turn_id=f"turn_{turn + 1:04d}", timestamp=stamp)
+            )
+            stamp += timedelta(seconds=rng.randint(8, 150))
+    return messages
+
+
+def _sample_state(
+    rng: random.Random, complaint: Complaint, stage_index: int, red_flags: list[str]
+) -> dict[str, Any]:
+    """The state at ``STAGES[stage_index]``: the complaint known from the second stage,
+    pain and red flags from the third."""
+    known = stage_index >= 1
+    return {
+        "stage": STAGES[stage_index],
+        "chief_complaint": complaint.chief_complaint if known else None,
+        "body_parts": list(complaint.body_parts) if known else [],
+        "symptoms": list(complaint.symptoms) if known else [],
+        "duration": rng.choice(("一周", "两周", "三天", "a week", "two weeks")) if known else None,
+        "aggravating_factors": list(complaint.aggravating) if known else [],
+        "pain_level": rng.randint(1, 8) if stage_index >= 2 else None,
+        "red_flags": red_flags if stage_index >= 2 else [],
+        "missing_slots": [] if stage_index >= 2 else ["pain_level"],
+    }
 
 
 async def write_consultation(storage: VersionedStorage, sample: SampleConsultation) -> SeedReport:
@@ -262,7 +278,7 @@ async def seed_sample(
 ) -> SeedReport:
     """Write ``sessions`` sample consultations; a progress bar and a summary."""
     total = SeedReport(stages={stage: 0 for stage in STAGES})
-    progress = Progress("seeding consultations", sessions) if show else None
+    progress = Progress("seeding consultations", sessions, shown=show)
     now = datetime.now(UTC)
     started = asyncio.get_running_loop().time()
     next_index = 0
@@ -281,11 +297,9 @@ async def seed_sample(
             total.already += one.already
             for stage, count in one.stages.items():
                 total.stages[stage] = total.stages.get(stage, 0) + count
-            if progress:
-                progress.advance()
+            progress.advance()
 
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-    if progress:
-        progress.finish()
+    progress.finish()
     total.seconds = asyncio.get_running_loop().time() - started
     return total

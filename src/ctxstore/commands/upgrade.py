@@ -149,11 +149,10 @@ async def upgrade_data(
             pending += int(
                 await sql.COUNT_LEGACY_STATES[table].fetchval(driver, current=STATE_FORMAT)
             )
-        progress = Progress("upgrading rows", pending) if show else None
+        progress = Progress("upgrading rows", pending, shown=show)
         # First: a legacy row with an infinite time could not be read to be upgraded.
         report.timestamps_repaired = await _repair_timestamps(driver, report, batch_size)
-        if progress:
-            progress.advance(report.timestamps_repaired)
+        progress.advance(report.timestamps_repaired)
         sessions = [
             row["session_id"]
             for row in await sql.SESSIONS_WITH_LEGACY_MESSAGES.fetch(driver, current=MESSAGE_FORMAT)
@@ -168,17 +167,15 @@ async def upgrade_data(
             if count:
                 report.messages_upgraded += count
                 report.sessions_upgraded += 1
-                if progress:
-                    progress.advance(count)
+                progress.advance(count)
         report.states_upgraded = await _upgrade_states(
             driver, "consultation_states", report, batch_size
         )
         report.history_upgraded = await _upgrade_states(
             driver, "consultation_state_history", report, batch_size
         )
-        if progress:
-            progress.advance(report.states_upgraded + report.history_upgraded)
-            progress.finish()
+        progress.advance(report.states_upgraded + report.history_upgraded)
+        progress.finish()
     report.seconds = time.monotonic() - started
     return report
 

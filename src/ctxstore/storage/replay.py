@@ -36,7 +36,7 @@ there; saves, deletes and documents are applied again (last write wins).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ctxstore.errors import ConflictError, CtxStoreError, StorageUnavailableError
@@ -229,16 +229,8 @@ class Replayer:
         """Append the run's messages in one statement, each entry marked with its place."""
         first = run[0][1]
         messages = [message for _, op in run for message in op.messages]
-        base = self._base(first)
-        head = self._left_at.get(first.key)
-        moved = False
 
-        async def attempt() -> bool:
-            nonlocal head, moved
-            if head is None:
-                head = await self._head(first.key)
-                # An uncertain write may itself be what moved the version.
-                moved = moved or (base is not None and head.version != base and not first.uncertain)
+        async def append(head: _Head) -> _Head:
             positions: dict[str, Position] = {}
             start = head.count
             for entry, op in run:
@@ -246,22 +238,41 @@ class Replayer:
                 start += len(op.messages)
             await self.journal.mark(positions)
             self._marked.update(positions)
+            version = await self.primary.append(
+                first.key,
+                messages,
+                expected_version=head.version or NEW_SESSION,
+                user_id=first.user_id,
+            )
+            for entry_id in positions:
+                del self._marked[entry_id]
+            return _Head(version, head.count + len(messages))
+
+        return await self._write_at_head(first, append)
+
+    async def _write_at_head(
+        self, op: Operation, write: Callable[[_Head], Awaitable[_Head]]
+    ) -> bool:
+        """``write`` at the session's head (where the replay left it, or read), read again
+        and retried after a conflict; True when the primary had moved on from ``op``'s base."""
+        base = self._base(op)
+        head = self._left_at.get(op.key)
+        moved = False
+
+        async def attempt() -> bool:
+            nonlocal head, moved
+            if head is None:
+                head = await self._head(op.key)
+                # An uncertain write may itself be what moved the version.
+                moved = moved or (base is not None and head.version != base and not op.uncertain)
             try:
-                version = await self.primary.append(
-                    first.key,
-                    messages,
-                    expected_version=head.version or NEW_SESSION,
-                    user_id=first.user_id,
-                )
+                self._left_at[op.key] = await write(head)
             except ConflictError:
                 head = None  # another writer between our read and our write: read again
                 raise
-            self._left_at[first.key] = _Head(version, head.count + len(messages))
-            for entry_id in positions:
-                del self._marked[entry_id]
             return moved
 
-        return await CONFLICTS.run(attempt, exhausted=_kept_changing(first.key))
+        return await CONFLICTS.run(attempt, exhausted=_kept_changing(op.key))
 
     def _base(self, op: Operation) -> int | None:
         left = self._left_at.get(op.key)
@@ -304,29 +315,17 @@ class Replayer:
                     self._left_at[op.key] = found
                     return False
             return await self._append([(entry, op)])
-        base = self._base(op)
-        head: _Head | None = self._left_at.get(op.key)
-        moved = False
 
-        async def attempt() -> bool:
-            nonlocal head, moved
-            if head is None:
-                head = await self._head(op.key)
-                moved = moved or (base is not None and head.version != base and not op.uncertain)
-            try:
-                version = await self.primary.save(
-                    op.key,
-                    list(op.messages),
-                    expected_version=head.version or NEW_SESSION,
-                    user_id=op.user_id,
-                )
-            except ConflictError:
-                head = None  # another writer between our read and our write: read again
-                raise
-            self._left_at[op.key] = _Head(version, len(op.messages))
-            return moved
+        async def save(head: _Head) -> _Head:
+            version = await self.primary.save(
+                op.key,
+                list(op.messages),
+                expected_version=head.version or NEW_SESSION,
+                user_id=op.user_id,
+            )
+            return _Head(version, len(op.messages))
 
-        return await CONFLICTS.run(attempt, exhausted=_kept_changing(op.key))
+        return await self._write_at_head(op, save)
 
     async def _suspects(self) -> dict[str, Position]:
         """Appends that may have reached the primary: marked by a replay that then stopped

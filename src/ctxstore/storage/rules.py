@@ -190,6 +190,18 @@ def check_message(message: Message, position: int, limits: Limits = DEFAULT_LIMI
     """
     if message.role not in ROLES:
         raise InvalidMessageError(f"unknown role {message.role!r}", position=position)
+    _check_texts(message, position, limits)
+    _check_timestamp(message.timestamp, position)
+    _check_metadata(message.metadata, position, limits)
+    if utf8_size_exceeds(message.content, limits.max_message_bytes):
+        raise MessageTooLargeError(
+            f"content is larger than the limit of {limits.max_message_bytes} bytes",
+            position=position,
+        )
+
+
+def _check_texts(message: Message, position: int, limits: Limits) -> None:
+    """The content, and the labels (turn_id, name) with their length limit."""
     for field_name in ("content", "turn_id", "name"):
         value = getattr(message, field_name)
         if value is None and field_name != "content":
@@ -206,22 +218,19 @@ def check_message(message: Message, position: int, limits: Limits = DEFAULT_LIMI
                 f"{field_name} is {len(value)} characters; the limit is {limits.max_label_chars}",
                 position=position,
             )
-    _check_timestamp(message.timestamp, position)
-    metadata = message.metadata
+
+
+def _check_metadata(metadata: object, position: int, limits: Limits) -> None:
     if type(metadata) is not dict and not isinstance(metadata, dict):
         raise InvalidMessageError("metadata must be a mapping", position=position)
-    if metadata:
-        problem = json_problem(metadata, limits.max_json_depth)
-        if problem:
-            raise InvalidMessageError(f"metadata {problem}", position=position)
-        if json_bytes(metadata) > limits.max_metadata_bytes:
-            raise MessageTooLargeError(
-                f"metadata is larger than the limit of {limits.max_metadata_bytes} bytes",
-                position=position,
-            )
-    if utf8_size_exceeds(message.content, limits.max_message_bytes):
+    if not metadata:
+        return
+    problem = json_problem(metadata, limits.max_json_depth)
+    if problem:
+        raise InvalidMessageError(f"metadata {problem}", position=position)
+    if json_bytes(metadata) > limits.max_metadata_bytes:
         raise MessageTooLargeError(
-            f"content is larger than the limit of {limits.max_message_bytes} bytes",
+            f"metadata is larger than the limit of {limits.max_metadata_bytes} bytes",
             position=position,
         )
 

@@ -92,12 +92,7 @@ class WrittenMarks:
         mine = self._sessions.get(session_id)
         if found is None:
             return mine is None or mine.version == GONE
-        if mine is not None and (
-            mine.version == GONE
-            or found["version"] < mine.version
-            or (found["summary_version"] or 0) < mine.summary_version
-            or (found["state_version"] or 0) < mine.state_version
-        ):
+        if mine is not None and not _holds(found, mine):
             return False
         user_id = found["user_id"]
         profile = self._profiles.get(user_id) if user_id is not None else None
@@ -106,6 +101,16 @@ class WrittenMarks:
         if profile == GONE:
             return found["profile_version"] is None
         return (found["profile_version"] or 0) >= profile
+
+
+def _holds(found: Any, mine: Written) -> bool:
+    """Whether a REPLICA_FRESHNESS row holds every write of ``mine`` to the session."""
+    return (
+        mine.version != GONE
+        and found["version"] >= mine.version
+        and (found["summary_version"] or 0) >= mine.summary_version
+        and (found["state_version"] or 0) >= mine.state_version
+    )
 
 
 def head_of(found: Any) -> SessionHead:

@@ -164,10 +164,7 @@ class LockedSave:
         driver = self.driver
         if user_id is not None:  # before any row lock: the erasure's lock order
             await sql.SHARE_USER_LOCK.execute(driver, user_id=user_id)
-        # An expired session is a missing one: its old content goes first.
-        purged = await sql.PURGE_IF_EXPIRED.fetchval(driver, sid=session_id)
-        if purged and key is not None and (user_id is None or key.owner != user_owner(user_id)):
-            raise PurgeFirst(session_id)
+        await self._purge_if_expired(session_id, user_id, key)
         stored = await self._locked_row(session_id, expected, user_id, key)
         _check_holder(session_id, stored, user_id, key)
         stored_count, target = stored["message_count"], len(messages)
@@ -200,6 +197,15 @@ class LockedSave:
             **rows.activity(messages, messages),
         )
         return int(version), hasher
+
+    async def _purge_if_expired(
+        self, session_id: str, user_id: str | None, key: DataKey | None
+    ) -> None:
+        """An expired session is a missing one: its old content goes first (PurgeFirst
+        when ``key`` was chosen for what the purge removed)."""
+        purged = await sql.PURGE_IF_EXPIRED.fetchval(self.driver, sid=session_id)
+        if purged and key is not None and (user_id is None or key.owner != user_owner(user_id)):
+            raise PurgeFirst(session_id)
 
     async def _locked_row(
         self, session_id: str, expected: int | None, user_id: str | None, key: DataKey | None
