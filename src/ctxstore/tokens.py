@@ -119,7 +119,8 @@ class TokenCounter:
         """A message's whole cost, or None when it needs the session's fill."""
         if message.turn_id is None or message.timestamp is None:
             return None
-        return self.untimed_cost(message) + self.fill_cost(go_timestamp(message.timestamp))
+        tail = _timestamp_tail(go_timestamp(message.timestamp))
+        return _head(self, message.role) + self.count(_body(message) + tail)
 
     @cached_property
     def untimed_label(self) -> str:
@@ -149,42 +150,38 @@ class TokenCounter:
         pre-tokens), so the element costs exactly this plus ``fill_cost(fill)``.
 
         By the same rule (``split_before_key``) the count is cut before the ``content``
-        and ``turn_id`` keys: only the content's part is counted each time; the role's
-        and the turn id's parts, shared by many messages, are counted once in a while
-        (about half the tiktoken time of a short message).  A subclass's ``count``
-        must add up across these cuts as tiktoken's does.
+        key: the element's head, the role's part, is counted once per role and encoding;
+        the rest, one tiktoken call a message.  A subclass's ``count`` must add up across
+        these cuts as tiktoken's does.
         """
-        fields = message.__dict__
-        content = 'content":' + compact_json(fields["content"]) + ',"'
-        role, turn_id = fields["role"], fields["turn_id"] or ""
-        return self.count(content) + _head_and_turn(self, role, turn_id)
+        return _head(self, message.role) + self.count(_body(message))
 
     def fill_cost(self, fill_text: str) -> int:
         """The rest of an untimed message's cost: its timestamp key and the fill's text."""
         return self.count(_timestamp_tail(fill_text))
 
 
-#: The longest role and turn id whose parts' count is cached: a turn id within the
-#: storage's limit (255 characters), so the cache holds a few MB at most.
-_CACHED_CHARS = 300
+def _head(counter: TokenCounter, role: str) -> int:
+    """What an element costs before its ``content`` key, from its cache when the counter
+    can be a cache key (roles are few: the cache stays small)."""
+    try:
+        return _head_cost(counter, role)
+    except TypeError:  # a counter that can't be hashed: counted every time
+        return _head_cost.__wrapped__(counter, role)
 
 
-def _head_and_turn(counter: TokenCounter, role: str, turn_id: str) -> int:
-    """``_head_and_turn_cost``, from its cache when the counter and the texts allow."""
-    if len(role) + len(turn_id) <= _CACHED_CHARS:  # past the limits: not kept
-        try:
-            return _head_and_turn_cost(counter, role, turn_id)
-        except TypeError:  # a counter that can't be hashed: counted every time
-            pass
-    return _head_and_turn_cost.__wrapped__(counter, role, turn_id)
+@lru_cache(maxsize=256)
+def _head_cost(counter: TokenCounter, role: str) -> int:
+    return counter.count(',{"role":' + compact_json(role) + ',"')
 
 
-@lru_cache(maxsize=4096)
-def _head_and_turn_cost(counter: TokenCounter, role: str, turn_id: str) -> int:
-    """What an element costs before its ``content`` key and from its ``turn_id`` key to
-    its ``timestamp`` key (``TokenCounter.untimed_cost``)."""
-    head = ',{"role":' + compact_json(role) + ',"'
-    return counter.count(head) + counter.count('turn_id":' + compact_json(turn_id) + ',"')
+def _body(message: Message) -> str:
+    """An element from its ``content`` key to its ``timestamp`` key."""
+    fields = message.__dict__
+    return (
+        'content":' + compact_json(fields["content"])
+        + ',"turn_id":' + compact_json(fields["turn_id"] or "") + ',"'
+    )  # fmt: skip
 
 
 def _timestamp_tail(text: str) -> str:

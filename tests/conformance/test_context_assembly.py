@@ -28,7 +28,7 @@ from ctxstore.contract import EXAMPLE, ContextContract, serialize_parts
 from ctxstore.errors import ContractBudgetError, InvalidInputError
 from ctxstore.storage.base import SessionHead, StoredMessage, VersionedStorage
 from ctxstore.timestamps import go_timestamp
-from ctxstore.tokens import _head_and_turn_cost, contract_message, element_json, split_before_key
+from ctxstore.tokens import _head_cost, contract_message, element_json, split_before_key
 from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE
 from tests.conformance.test_fallback import unreachable_postgres
 
@@ -520,19 +520,21 @@ def test_a_skeleton_counts_as_its_request_and_the_rest(
 
 
 def test_a_long_turn_id_is_counted_whole_and_not_kept() -> None:
-    # The role's and turn's parts are cached only for ids within the storage's limits:
-    # a hostile writer's megabyte turn ids must not pile up in the process.
+    # Only the element's head, one per role, is cached: a hostile writer's megabyte turn
+    # ids must not pile up in the process.
     counter = TokenCounter()
     time = datetime(2026, 1, 1, tzinfo=UTC)
+    counter.untimed_cost(Message(role="user", content="膝盖疼", turn_id="t1"))
+    cached = _head_cost.cache_info().currsize  # the role's head, once
     for turn_id in ("短" * 300, "t" * 100_000):
-        before = _head_and_turn_cost.cache_info()
         message = Message(role="user", content="膝盖疼", turn_id=turn_id)
         whole = counter.count("," + element_json(contract_message(message, "", time)) + "\n")
         count, _label = counter.stored_cost(message)
         assert count is not None
         assert count + counter.fill_cost(go_timestamp(time)) == whole
-        after = _head_and_turn_cost.cache_info()
-        assert (after.hits, after.misses) == (before.hits, before.misses)  # not looked up
+        timed = message.model_copy(update={"timestamp": time})
+        assert counter.message_cost(timed) == whole
+    assert _head_cost.cache_info().currsize == cached  # no turn id kept
 
 
 @dataclass(frozen=True)
