@@ -24,6 +24,7 @@ from ctxstore.errors import (
     CorruptDataError,
     CtxStoreError,
     DataKeyDestroyedError,
+    EncryptionKeyError,
     StorageUnavailableError,
 )
 from ctxstore.formats.messages import rows_to_messages
@@ -65,6 +66,10 @@ from ctxstore.tokens import TokenCounter
 #: after a random pause that grows, so a user opening sessions every few milliseconds
 #: can't keep the erasure from completing (up to 16 tries, about 10 s in all at worst).
 ERASE_RACE = Retry(DataKeyDestroyedError, attempts=16, wait=jittered(0.05, 1.0))
+#: A load reads the rows, then (another statement) their keys: a key rotation may seal the
+#: rows again and delete the old key in between.  Read once more: a key gone for good (an
+#: erasure) fails the second time too.
+RESEALED_MEANWHILE = Retry(EncryptionKeyError, attempts=2)
 
 
 class PostgresStorage(Store):
@@ -473,6 +478,9 @@ class PostgresStorage(Store):
     # -- load, version, delete, exists ----------------------------------------------------------
 
     async def _load(self, session_id: str) -> list[Message]:
+        return await RESEALED_MEANWHILE.run(lambda: self._load_once(session_id))
+
+    async def _load_once(self, session_id: str) -> list[Message]:
         found = await self._connections.read(
             "load", "fetch", sql.LOAD_SESSION, sid=session_id, current=MESSAGE_FORMAT
         )
