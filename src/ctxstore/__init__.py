@@ -28,11 +28,11 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
-from ctxstore.storage.base import ContextStorage, VersionedStorage
+from ctxstore.storage.base import ContextStorage
 from ctxstore.storage.history import History
 from ctxstore.storage.memory import MemoryStorage
 from ctxstore.storage.rules import NEW_SESSION, Limits
-from ctxstore.storage.store import Store
+from ctxstore.storage.store import Store, VersionedStorage
 from ctxstore.tokens import TokenCounter
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from ctxstore import MemoryStorage, RedisStorage
 from ctxstore.adapters.agents import CtxstoreSession
 from ctxstore.adapters.langchain import CtxstoreChatMessageHistory
-from ctxstore.storage.base import VersionedStorage
+from ctxstore.storage.store import VersionedStorage
 
 MESSAGES = [
     HumanMessage("Knie — 膝盖", id="h1"),

@@ -26,7 +26,8 @@ from ctxstore import (
 from ctxstore.context.compression import cost_of, extractive_summarizer, message_cost
 from ctxstore.contract import EXAMPLE, ContextContract, serialize_parts
 from ctxstore.errors import ContractBudgetError, InvalidInputError
-from ctxstore.storage.base import SessionHead, StoredMessage, VersionedStorage
+from ctxstore.storage.base import SessionHead, StoredMessage
+from ctxstore.storage.store import VersionedStorage
 from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import _head_cost, contract_message, element_json, split_before_key
 from tests.conformance.contract import DEFAULT_LIMITS, KNEE_STATE

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ctxstore import ContextBuilder, MemoryStorage, Message, PostgresStorage, TokenCounter
 from ctxstore.contract import ContextContract
 from ctxstore.errors import ContractBudgetError
-from ctxstore.storage.base import VersionedStorage
+from ctxstore.storage.store import VersionedStorage
 from ctxstore.tokens import contract_message
 
 COUNTER = TokenCounter()

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import URL
 
 from ctxstore import EngineSettings, Limits, MemoryStorage, Message, PostgresStorage, RedisStorage
-from ctxstore.errors import SessionNotFoundError, StorageUnavailableError
+from ctxstore.errors import MessageTooLargeError, SessionNotFoundError, StorageUnavailableError
 from ctxstore.storage.fallback import FallbackStorage
 from ctxstore.storage.journal import Journal, Operation, Position
 from ctxstore.storage.replay import Outcome, Replayer
@@ -162,18 +162,41 @@ async def test_a_restarted_process_finds_and_replays_the_redis_journal(
 async def test_a_write_the_primary_refuses_is_quarantined_and_the_rest_goes_on(
     proxied: tuple[TcpProxy, URL], direct: PostgresStorage
 ) -> None:
+    """The secondary holds more messages a session than the primary allows: the append
+    past the primary's limit is acknowledged in the outage, refused by the replay."""
+    proxy, url = proxied
+    strict = through_proxy(url, limits=Limits(max_messages=2))
+    lenient = MemoryStorage(limits=Limits(max_messages=100))
+    async with FallbackStorage(strict, lenient, probe_interval=0) as fallback:
+        proxy.refuse()
+        await fallback.append("fine", msgs("small"))  # fails over
+        await fallback.append("big", msgs("one", "two"))
+        await fallback.append("big", msgs("three"))  # the secondary takes it
+        await recover(proxy, fallback)
+        (refused,) = await fallback.quarantined()
+        assert (refused.kind, refused.key) == ("append", "big")
+        assert "limit of 2" in refused.reason
+        assert fallback.stats.quarantined == 1
+    assert await direct.load("fine") == msgs("small")
+    assert await direct.load("big") == msgs("one", "two")
+
+
+async def test_a_message_over_the_primarys_limits_is_refused_in_an_outage_too(
+    proxied: tuple[TcpProxy, URL], direct: PostgresStorage
+) -> None:
+    """The rules run once, with the primary's limits, before either side sees a write:
+    what the primary would refuse is never acknowledged."""
     proxy, url = proxied
     strict = through_proxy(url, limits=Limits(max_message_bytes=1000))
     lenient = MemoryStorage(limits=Limits(max_message_bytes=100_000))
     async with FallbackStorage(strict, lenient, probe_interval=0) as fallback:
         proxy.refuse()
         await fallback.append("fine", msgs("small"))  # fails over
-        await fallback.append("big", msgs("x" * 5000))  # the secondary takes it
+        with pytest.raises(MessageTooLargeError, match="1000"):
+            await fallback.append("big", msgs("x" * 5000))
+        assert not await lenient.exists("big")
         await recover(proxy, fallback)
-        (refused,) = await fallback.quarantined()
-        assert (refused.kind, refused.key) == ("append", "big")
-        assert "1000" in refused.reason
-        assert fallback.stats.quarantined == 1
+        assert await fallback.quarantined() == []
     assert await direct.load("fine") == msgs("small")
     assert not await direct.exists("big")
 

@@ -1,9 +1,7 @@
-"""The storage operations, declared by the VersionedStorage Protocol, are the ones Store
-and FallbackStorage offer, each with the Protocol's very parameters (issue 48, item 2).
-
-mypy already holds both to the Protocol's types; this holds the rest at test time: no
-operation offered by one and not the others, no parameter renamed, reordered, made
-keyword-only or given another default on one side.
+"""Each storage operation is declared once, by VersionedStorage (storage/store.py), and
+Store and FallbackStorage offer exactly those, with their very parameters (issue 48,
+item 2): the one-hook operations are inherited, routed by their Route; the few that are
+more than one hook (erase_user, reader, iter_messages) are the only ones either defines.
 """
 
 from __future__ import annotations
@@ -15,7 +13,8 @@ from typing import Any
 import pytest
 
 from ctxstore import FallbackStorage, MemoryStorage, PostgresStorage, RedisStorage, Store
-from ctxstore.storage.base import ContextStorage, VersionedStorage
+from ctxstore.storage.base import ContextStorage
+from ctxstore.storage.store import Route, VersionedStorage
 
 
 def operations(kind: type) -> dict[str, Callable[..., Any]]:
@@ -62,3 +61,58 @@ def test_backends_implement_the_hooks_not_the_operations(backend: type) -> None:
     stay in Store's one public method per operation."""
     overridden = {name for name in declared() if name in vars(backend) and name != "close"}
     assert overridden == set()
+
+
+#: The operations that are more than one hook: each side defines its own.
+MULTI_HOOK = {"erase_user", "reader", "iter_messages", "close"}
+
+
+@pytest.mark.parametrize("kind", [Store, FallbackStorage])
+def test_only_the_multi_hook_operations_are_defined_twice(kind: type) -> None:
+    redefined = {name for name in declared() if name in vars(kind)}
+    assert redefined - {"newest"} <= MULTI_HOOK  # the fallback's newest checks its copy
+
+
+class Recording(MemoryStorage):
+    """Records the Route each public method hands ``_call``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.routes: list[Route] = []
+
+    def _call(self, route: Route, subject: str, action: Any, journal: Any = None) -> Any:
+        self.routes.append(route)
+        return super()._call(route, subject, action, journal)
+
+
+async def test_each_operation_hands_over_its_own_route() -> None:
+    """A Route named after its operation, journaled when it writes, keyed by a user id
+    exactly when its subject is one: what the fallback routes by is right."""
+    store = Recording()
+    calls: dict[str, Callable[[], Any]] = {
+        "save": lambda: store.save("s", [{"role": "user", "content": "hi"}]),
+        "append": lambda: store.append("s", [{"role": "user", "content": "more"}]),
+        "load": lambda: store.load("s"),
+        "newest": lambda: store.newest("s", 1),
+        "version": lambda: store.version("s"),
+        "exists": lambda: store.exists("s"),
+        "save_summary": lambda: store.save_summary("s", "short", covers_until=0),
+        "load_summary": lambda: store.load_summary("s"),
+        "save_state": lambda: store.save_state("s", {"stage": "intake"}),
+        "load_state": lambda: store.load_state("s"),
+        "state_history": lambda: store.state_history("s"),
+        "save_profile": lambda: store.save_profile("u", {"age": 41}),
+        "load_profile": lambda: store.load_profile("u"),
+        "delete_profile": lambda: store.delete_profile("u"),
+        "snapshot": lambda: store.snapshot("s"),
+        "delete": lambda: store.delete("s"),
+    }
+    assert set(calls) == set(declared()) - MULTI_HOOK
+    writes = {"save", "append", "delete", "save_summary", "save_state", "save_profile"}
+    for name, call in calls.items():
+        store.routes.clear()
+        await call()
+        (route,) = store.routes
+        assert route.name == name
+        assert (route.journaled is not None) == (name in writes | {"delete_profile"})
+        assert route.of_user == name.endswith("_profile")

@@ -31,8 +31,8 @@ from ctxstore.errors import (
     SessionSettingsError,
 )
 from ctxstore.models import Message, Role
-from ctxstore.storage.base import VersionedStorage
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, check_session_id
+from ctxstore.storage.store import VersionedStorage
 
 try:
     from agents.items import TResponseInputItem

@@ -24,8 +24,8 @@ from ctxstore.adapters.records import convert_all, limits_of, missing_extra, pac
 from ctxstore.adapters.tail import newest
 from ctxstore.errors import CorruptDataError, InvalidInputError, InvalidMessageError
 from ctxstore.models import ROLES, Message, Role
-from ctxstore.storage.base import VersionedStorage
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, check_session_id
+from ctxstore.storage.store import VersionedStorage
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ctxstore.errors import ConflictError
 from ctxstore.models import Message
 from ctxstore.retry import Retry, jittered
-from ctxstore.storage.base import VersionedStorage
+from ctxstore.storage.store import VersionedStorage
 
 #: One pop against writers that keep changing the session: read again, after a pause
 #: that spreads competing poppers out (up to 50 ms).

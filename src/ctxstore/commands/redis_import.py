@@ -40,9 +40,10 @@ from ctxstore.db.errors import translated
 from ctxstore.errors import ConfigurationError, ConflictError, CorruptDataError, CtxStoreError
 from ctxstore.models import Message
 from ctxstore.progress import Progress, counted
-from ctxstore.storage.base import NEW_SESSION, VersionedStorage, check_session_id
+from ctxstore.storage.base import NEW_SESSION, check_session_id
 from ctxstore.storage.postgres import PostgresStorage, sql
 from ctxstore.storage.redis import parse_session_value, translated_redis
+from ctxstore.storage.store import VersionedStorage
 
 #: How often one session is read again after concurrent writes before it counts as failed.
 ATTEMPTS = 5

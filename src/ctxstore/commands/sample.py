@@ -16,7 +16,7 @@ from typing import Any
 from ctxstore.context.compression import extractive_summarizer
 from ctxstore.models import Message
 from ctxstore.progress import Progress
-from ctxstore.storage.base import VersionedStorage
+from ctxstore.storage.store import VersionedStorage
 
 STAGES = ("greeting", "collecting_details", "assessing", "advising", "completed")
 

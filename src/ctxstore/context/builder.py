@@ -38,10 +38,10 @@ from ctxstore.storage.base import (
     SessionHead,
     SnapshotMoved,
     StoredMessage,
-    VersionedStorage,
     WindowHint,
     check_session_id,
 )
+from ctxstore.storage.store import VersionedStorage
 from ctxstore.textcheck import text_problem
 from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import TokenCounter, contract_message, legacy_fill, split_before_key

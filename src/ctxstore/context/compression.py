@@ -21,7 +21,8 @@ from typing import Protocol
 
 from ctxstore.errors import ConflictError, InvalidInputError
 from ctxstore.models import Message, Summary, core_digest_of
-from ctxstore.storage.base import SessionHead, SessionReader, StoredMessage, VersionedStorage
+from ctxstore.storage.base import SessionHead, SessionReader, StoredMessage
+from ctxstore.storage.store import VersionedStorage
 from ctxstore.timestamps import go_timestamp
 from ctxstore.tokens import TokenCounter, contract_message, legacy_fill
 

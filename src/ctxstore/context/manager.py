@@ -20,7 +20,8 @@ from ctxstore.context.compression import (
     chosen_counter,
 )
 from ctxstore.keyed_locks import KeyedLocks
-from ctxstore.storage.base import MessageInput, VersionedStorage
+from ctxstore.storage.base import MessageInput
+from ctxstore.storage.store import VersionedStorage
 from ctxstore.tokens import TokenCounter
 
 

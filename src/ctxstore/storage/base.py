@@ -1,13 +1,14 @@
-"""The storage contract every backend honours (docs/storage-contract.md): its protocols.
+"""The storage contract every backend honours (docs/storage-contract.md): the Go
+service's ContextStorage protocol, the SessionReader protocol, and what the operations
+return.
 
-The rules every backend applies live in storage/rules.py, the shared public API in
-storage/store.py.
+The rules every backend applies live in storage/rules.py; the operations themselves,
+VersionedStorage, in storage/store.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -16,8 +17,6 @@ from typing import Any, Protocol, Self, runtime_checkable
 from ctxstore.models import (
     ConsultationState,
     Message,
-    SessionSnapshot,
-    StateChange,
     Summary,
     UserProfile,
     Versioned,
@@ -40,7 +39,6 @@ __all__ = [
     "SessionReader",
     "StoredMessage",
     "Vacuumed",
-    "VersionedStorage",
     "check_session_id",
 ]
 
@@ -254,86 +252,4 @@ class SessionReader(Protocol):
     async def token_total(self, after: int) -> tuple[int, int]:
         """(messages, tokens) after position ``after``; uncounted legacy messages are
         estimated from their length."""
-        ...
-
-
-@runtime_checkable
-class VersionedStorage(ContextStorage, Protocol):
-    """The whole consultation: versions, appends, summaries, state, profiles, snapshots."""
-
-    async def newest(self, session_id: str, limit: int) -> list[Message]:
-        """The session's last ``limit`` messages, oldest first; ``[]`` for a missing one.
-        Costs the same whatever the session's length."""
-        ...
-
-    async def version(self, session_id: str) -> int:
-        """The session's version; 0 when it does not exist."""
-        ...
-
-    async def append(
-        self,
-        session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        """Add messages after the stored ones (creating the session); the new version."""
-        ...
-
-    async def save_summary(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        covers_until: int,
-        token_count: int | None = None,
-        expected_version: int | None = None,
-    ) -> Summary:
-        """Store the next summary version (``expected_version``: the latest one seen)."""
-        ...
-
-    async def load_summary(
-        self, session_id: str, summary_version: int | None = None
-    ) -> Summary | None: ...
-
-    async def save_state(
-        self,
-        session_id: str,
-        state: ConsultationState | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> int: ...
-
-    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None: ...
-
-    async def state_history(self, session_id: str) -> list[StateChange]: ...
-
-    async def save_profile(
-        self,
-        user_id: str,
-        profile: UserProfile | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> int: ...
-
-    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None: ...
-
-    async def delete_profile(self, user_id: str) -> None: ...
-
-    async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
-        """Remove everything of the user (see docs/storage-contract.md); ``vacuum``:
-        then clean up what the database keeps of the deleted rows (PostgreSQL)."""
-        ...
-
-    async def snapshot(self, session_id: str) -> SessionSnapshot: ...
-
-    def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
-        """A SessionReader on one consistent snapshot, for context assembly."""
-        ...
-
-    def iter_messages(
-        self, session_id: str, *, batch_size: int = 1000
-    ) -> AsyncGenerator[Message, None]:
-        """Every message, oldest first, read ``batch_size`` at a time from one snapshot."""
         ...

@@ -22,48 +22,31 @@ worker process its own stable ``journal_name``.  The degraded state is observabl
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TypeVar
 
 from ctxstore import telemetry
 from ctxstore.errors import StorageUnavailableError
-from ctxstore.models import (
-    ConsultationState,
-    Message,
-    SessionSnapshot,
-    StateChange,
-    Summary,
-    UserProfile,
-    Versioned,
-)
-from ctxstore.storage import rules
-from ctxstore.storage.base import (
-    AsyncClosing,
-    ErasureReceipt,
-    MessageInput,
-    SessionReader,
-    VersionedStorage,
-)
+from ctxstore.models import Message
+from ctxstore.storage.base import ErasureReceipt, SessionReader
 from ctxstore.storage.failover import RECONCILE_WITHIN, FallbackStats, JournalLoss, Sides
 from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
 from ctxstore.storage.replay import ReplayReport
-from ctxstore.storage.rules import Limits
-from ctxstore.storage.store import Store
+from ctxstore.storage.store import JournalEntry, Route, Store, VersionedStorage
 from ctxstore.storage.write_ids import carrying, new_write_id
-from ctxstore.tokens import TokenCounter
 
 Result = TypeVar("Result")
 #: Sessions whose primary version the fallback remembers (for the merge policy's count).
 SEEN_VERSIONS = 10_000
 
 
-class FallbackStorage(AsyncClosing):
+class FallbackStorage(VersionedStorage):
     """The whole storage contract over a primary (PostgreSQL) and a secondary (Redis, memory).
 
-    Not a Store: a router over two.  It offers VersionedStorage (checked below, by mypy)
-    and applies no rule of its own; the Store each call goes to does.
+    Not a Store: a router over two.  Its public methods are VersionedStorage's (the rules
+    applied once, here); each operation then runs on the side its Route sends it to.
     """
 
     def __init__(
@@ -83,6 +66,10 @@ class FallbackStorage(AsyncClosing):
         anyway, logging the risk at each outage and showing it in ``stats.journal``."""
         self.primary = primary
         self.secondary = secondary
+        #: The rules' limits and the token counter are the primary's: the public methods
+        #: apply them once, before either side sees the call.
+        self.limits = primary.limits
+        self.token_counter = primary.token_counter
         self.journal_name = journal_name
         self.journal: Journal = secondary.open_journal(journal_name)
         self._sides = Sides(
@@ -128,14 +115,6 @@ class FallbackStorage(AsyncClosing):
         """
         return await self._sides.reconcile(within)
 
-    @property
-    def token_counter(self) -> TokenCounter:
-        return self.primary.token_counter
-
-    @property
-    def limits(self) -> Limits:
-        return self.primary.limits
-
     async def close(self) -> None:
         await self._sides.close()
         await self.primary.close()
@@ -145,198 +124,42 @@ class FallbackStorage(AsyncClosing):
         """Journaled writes the primary refused, with the reason (kept for an operator)."""
         return await self.journal.quarantined()
 
-    # -- messages -----------------------------------------------------------------------
+    # -- the operations: each routed by its Route (storage/store.py) ---------------------------
 
-    async def save(
+    async def _call(
         self,
-        session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        return await self._write_messages(
-            "save", session_id, messages, expected_version=expected_version, user_id=user_id
-        )
+        route: Route,
+        subject: str,
+        action: Callable[[Store], Awaitable[Result]],
+        journal: JournalEntry | None = None,
+    ) -> Result:
+        """``action`` on the side serving ``subject``'s key, through that side's own
+        ``_call`` (so its telemetry); a write is journaled on the secondary."""
 
-    async def append(
-        self,
-        session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        return await self._write_messages(
-            "append", session_id, messages, expected_version=expected_version, user_id=user_id
-        )
+        def on(side: Store) -> Awaitable[Result]:
+            return side._call(route, subject, action)
 
-    async def _write_messages(
-        self,
-        kind: Literal["save", "append"],
-        session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None,
-        user_id: str | None,
-    ) -> int:
-        async def write(store: Store) -> int:
-            method = store.save if kind == "save" else store.append
-            return await method(
-                session_id, messages, expected_version=expected_version, user_id=user_id
-            )
-
+        session = None if route.of_user else subject
+        if route.journaled is None:
+            key = copy_key("profile" if route.of_user else "save", subject)
+            found = await self._read(on, key, session, whole=route.whole)
+            if route.session_version and not self._sides.serves_secondary(key):
+                self._saw(session, found)
+            return found
+        assert journal is not None, f"{route.name} is journaled: it says how"
         return await self._write(
-            write,
-            lambda: Operation(
-                kind,
-                session_id,
-                messages=tuple(rules.coerce_messages(messages, self.secondary.limits)),
-                user_id=user_id,
-                based_on=expected_version,
-            ),
-            key=copy_key(kind, session_id),
-            session=session_id,
-        )
-
-    async def load(self, session_id: str) -> list[Message]:
-        return await self._read(
-            lambda store: store.load(session_id), _session(session_id), session_id, whole=True
+            on,
+            journal,
+            key=copy_key(route.journaled, subject),
+            session=session if route.session_version else None,
         )
 
     async def newest(self, session_id: str, limit: int) -> list[Message]:
+        found = await super().newest(session_id, limit)
         key = _session(session_id)
-        found = await self._read(lambda store: store.newest(session_id, limit), key, session_id)
         if self._sides.serves_secondary(key) and self._sides.partial(key) and len(found) < limit:
             self._sides.check_secondary_read(key, session_id, whole=True)  # says why
         return found
-
-    async def version(self, session_id: str) -> int:
-        key = _session(session_id)
-        version = await self._read(lambda store: store.version(session_id), key, session_id)
-        if not self._sides.serves_secondary(key):
-            self._sides.saw(session_id, version)
-        return version
-
-    async def delete(self, session_id: str) -> None:
-        async def delete(store: Store) -> int:
-            await store.delete(session_id)
-            return 0
-
-        await self._write(
-            delete,
-            lambda: Operation("delete", session_id),
-            key=copy_key("delete", session_id),
-            session=session_id,
-        )
-
-    async def exists(self, session_id: str) -> bool:
-        return await self._read(
-            lambda store: store.exists(session_id), _session(session_id), session_id
-        )
-
-    # -- documents --------------------------------------------------------------------------
-
-    async def save_summary(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        covers_until: int,
-        token_count: int | None = None,
-        expected_version: int | None = None,
-    ) -> Summary:
-        return await self._write(
-            lambda store: store.save_summary(
-                session_id,
-                text,
-                covers_until=covers_until,
-                token_count=token_count,
-                expected_version=expected_version,
-            ),
-            lambda: Operation(
-                "summary",
-                session_id,
-                text=text,
-                covers_until=covers_until,
-                token_count=token_count,
-                based_on=expected_version,
-            ),
-            key=copy_key("summary", session_id),
-        )
-
-    async def load_summary(
-        self, session_id: str, summary_version: int | None = None
-    ) -> Summary | None:
-        return await self._read(
-            lambda store: store.load_summary(session_id, summary_version),
-            _session(session_id),
-            session_id,
-        )
-
-    async def save_state(
-        self,
-        session_id: str,
-        state: ConsultationState | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> int:
-        return await self._write(
-            lambda store: store.save_state(session_id, state, expected_version=expected_version),
-            lambda: Operation(
-                "state",
-                session_id,
-                document=rules.check_state(state, self.secondary.limits).document(),
-                based_on=expected_version,
-            ),
-            key=copy_key("state", session_id),
-        )
-
-    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
-        return await self._read(
-            lambda store: store.load_state(session_id), _session(session_id), session_id
-        )
-
-    async def state_history(self, session_id: str) -> list[StateChange]:
-        return await self._read(
-            lambda store: store.state_history(session_id),
-            _session(session_id),
-            session_id,
-            whole=True,
-        )
-
-    async def save_profile(
-        self,
-        user_id: str,
-        profile: UserProfile | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> int:
-        return await self._write(
-            lambda store: store.save_profile(user_id, profile, expected_version=expected_version),
-            lambda: Operation(
-                "profile",
-                user_id,
-                document=rules.check_profile(profile, self.secondary.limits).document(),
-                based_on=expected_version,
-            ),
-            key=copy_key("profile", user_id),
-        )
-
-    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
-        return await self._read(
-            lambda store: store.load_profile(user_id), copy_key("profile", user_id)
-        )
-
-    async def delete_profile(self, user_id: str) -> None:
-        async def delete(store: Store) -> None:
-            await store.delete_profile(user_id)
-
-        await self._write(
-            delete,
-            lambda: Operation("delete_profile", user_id),
-            key=copy_key("delete_profile", user_id),
-        )
 
     async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
         """Erase on the primary only, with nothing pending: an erasure must reach the store
@@ -348,11 +171,6 @@ class FallbackStorage(AsyncClosing):
                 "when the primary is back (reconcile() replays the journal)"
             )
         return await self.primary.erase_user(user_id, vacuum=vacuum)
-
-    async def snapshot(self, session_id: str) -> SessionSnapshot:
-        return await self._read(
-            lambda store: store.snapshot(session_id), _session(session_id), session_id, whole=True
-        )
 
     async def iter_messages(
         self, session_id: str, *, batch_size: int = 1000
@@ -461,8 +279,9 @@ class FallbackStorage(AsyncClosing):
             return await action(self.primary)
 
     def _saw(self, session: str | None, result: Result) -> Result:
-        if session is not None and isinstance(result, int):
-            self._sides.saw(session, result)
+        """Remember the session's version on the primary (a delete's None: 0)."""
+        if session is not None:
+            self._sides.saw(session, result if isinstance(result, int) else 0)
         return result
 
 
@@ -488,8 +307,3 @@ async def _first_batch(
 
 def _session(session_id: str) -> str:
     return copy_key("save", session_id)
-
-
-if TYPE_CHECKING:
-    # The whole contract, method by method: mypy fails here when FallbackStorage drifts.
-    _OFFERS_THE_CONTRACT: type[VersionedStorage] = FallbackStorage

@@ -1,22 +1,26 @@
-"""Store: the public API every backend shares, with the rules applied once.
+"""VersionedStorage, the storage API, and Store, the base every backend shares.
 
-Each public method checks its arguments with storage/rules.py, in the rules' order, and
-only then calls the backend's hook (the same name with a leading underscore) with
-validated values.  A backend implements the hooks and nothing else: it stores, fetches
-and enforces atomically what depends on stored data (versions, counts), raising the
-errors rules.py builds.  So MemoryStorage, PostgresStorage, RedisStorage and
-FallbackStorage accept and reject exactly the same inputs, the same way.
+Each operation is declared once, here: VersionedStorage's public method checks its
+arguments with storage/rules.py, in the rules' order, then hands ``_call`` its Route (how
+a fallback routes and journals it) and the action: the backend's hook (the same name with
+a leading underscore), called with validated values.  Store runs the action on itself; a
+FallbackStorage (storage/fallback.py) runs it on the side serving the key, from the
+Route alone.  A backend implements the hooks and nothing else: it stores, fetches and
+enforces atomically what depends on stored data (versions, counts), raising the errors
+rules.py builds.  So MemoryStorage, PostgresStorage, RedisStorage and FallbackStorage
+accept and reject exactly the same inputs, the same way.
 
-The facade is also where telemetry (ctxstore/telemetry.py, opt-in) wraps each hook in a
-span: one place, so every backend reports the same way.
+Store's ``_call`` is also where telemetry (ctxstore/telemetry.py, opt-in) wraps each hook
+in a span: one place, so every backend reports the same way.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
@@ -41,7 +45,7 @@ from ctxstore.storage.base import (
     SessionReader,
     Vacuumed,
 )
-from ctxstore.storage.journal import Journal
+from ctxstore.storage.journal import Journal, Operation, OperationKind
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
 from ctxstore.tokens import TokenCounter
 
@@ -54,7 +58,294 @@ _SYSTEMS = {
 }
 
 
-class Store(AsyncClosing, ABC):
+@dataclass(frozen=True, slots=True)
+class Route:
+    """What a FallbackStorage needs to know of an operation to route it.
+
+    ``journaled``: a write's kind in the fallback's journal (None: a read); ``of_user``:
+    its subject is a user id (a profile), not a session id; ``whole``: a read showing the
+    session's whole history (refused on a secondary holding only part of it);
+    ``session_version``: its result is the session's version (None: gone, version 0).
+    """
+
+    name: str
+    journaled: OperationKind | None = None
+    of_user: bool = False
+    whole: bool = False
+    session_version: bool = False
+
+
+SAVE = Route("save", journaled="save", session_version=True)
+APPEND = Route("append", journaled="append", session_version=True)
+LOAD = Route("load", whole=True)
+NEWEST = Route("newest")
+VERSION = Route("version", session_version=True)
+DELETE = Route("delete", journaled="delete", session_version=True)
+EXISTS = Route("exists")
+SAVE_SUMMARY = Route("save_summary", journaled="summary")
+LOAD_SUMMARY = Route("load_summary")
+SAVE_STATE = Route("save_state", journaled="state")
+LOAD_STATE = Route("load_state")
+STATE_HISTORY = Route("state_history", whole=True)
+SAVE_PROFILE = Route("save_profile", journaled="profile", of_user=True)
+LOAD_PROFILE = Route("load_profile", of_user=True)
+DELETE_PROFILE = Route("delete_profile", journaled="delete_profile", of_user=True)
+SNAPSHOT = Route("snapshot", whole=True)
+
+#: What a write leaves for the fallback's journal, built only when one records it.
+JournalEntry = Callable[[], Operation]
+
+
+class VersionedStorage(AsyncClosing, ABC):
+    """The whole consultation: versions, appends, summaries, state, profiles, snapshots.
+
+    Offers the Go service's ContextStorage (storage/base.py) and more.  Each public method
+    applies the rules, then ``_call``s its Route with the backend's hook.
+    """
+
+    limits: Limits
+    token_counter: TokenCounter
+
+    @abstractmethod
+    def _call(
+        self,
+        route: Route,
+        subject: str,
+        action: Callable[[Store], Awaitable[T]],
+        journal: JournalEntry | None = None,
+    ) -> Awaitable[T]:
+        """Run ``action`` (a Store's hook, validated values bound) where ``route`` goes."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    # -- messages -------------------------------------------------------------------------------
+
+    async def save(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Replace the session's messages (atomically); the session's new version.
+
+        With ``expected_version`` only if the stored version equals it (``NEW_SESSION``:
+        must not exist yet), else ``ConflictError``; without it the last write wins.
+        """
+        expected = rules.check_write(session_id, expected_version, user_id, self.limits)
+        trusted = self._stored_prefix(session_id, messages)
+        checked = rules.coerce_messages(messages, self.limits, trusted=trusted)
+        return await self._call(
+            SAVE,
+            session_id,
+            lambda store: store._save(session_id, checked, expected, user_id),
+            lambda: Operation(
+                "save", session_id, tuple(checked), user_id=user_id, based_on=expected
+            ),
+        )
+
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        *,
+        expected_version: int | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Add messages after the stored ones, creating the session; the new version."""
+        expected = rules.check_write(session_id, expected_version, user_id, self.limits)
+        checked = rules.coerce_messages(messages, self.limits)
+        return await self._call(
+            APPEND,
+            session_id,
+            lambda store: store._append(session_id, checked, expected, user_id),
+            lambda: Operation(
+                "append", session_id, tuple(checked), user_id=user_id, based_on=expected
+            ),
+        )
+
+    async def load(self, session_id: str) -> list[Message]:
+        """Exactly what was saved; ``[]`` for a missing session."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._call(LOAD, session_id, lambda store: store._load(session_id))
+
+    async def newest(self, session_id: str, limit: int) -> list[Message]:
+        """The session's last ``limit`` messages, oldest first; ``[]`` for a missing one.
+        Costs the same whatever the session's length."""
+        rules.check_session_id(session_id, self.limits)
+        if rules.check_limit(limit) == 0:
+            return []
+        return await self._call(NEWEST, session_id, lambda store: store._newest(session_id, limit))
+
+    async def version(self, session_id: str) -> int:
+        """The session's version; 0 when it does not exist."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._call(VERSION, session_id, lambda store: store._version(session_id))
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session: messages, summaries, state and its history (not the profile)."""
+        rules.check_session_id(session_id, self.limits)
+        await self._call(
+            DELETE,
+            session_id,
+            lambda store: store._delete(session_id),
+            lambda: Operation("delete", session_id),
+        )
+
+    async def exists(self, session_id: str) -> bool:
+        """True for a stored session, even one saved with ``[]``."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._call(EXISTS, session_id, lambda store: store._exists(session_id))
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def save_summary(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        covers_until: int,
+        token_count: int | None = None,
+        expected_version: int | None = None,
+    ) -> Summary:
+        """Store the next summary version (``expected_version``: the latest one seen)."""
+        rules.check_session_id(session_id, self.limits)
+        expected = rules.check_expected_version(expected_version)
+        checked = rules.check_summary(text, covers_until, token_count, self.limits)
+        return await self._call(
+            SAVE_SUMMARY,
+            session_id,
+            lambda store: store._save_summary(
+                session_id, checked, covers_until, token_count, expected
+            ),
+            lambda: Operation(
+                "summary",
+                session_id,
+                text=checked,
+                covers_until=covers_until,
+                token_count=token_count,
+                based_on=expected,
+            ),
+        )
+
+    async def load_summary(
+        self, session_id: str, summary_version: int | None = None
+    ) -> Summary | None:
+        """The latest summary, or the one at ``summary_version``; None when there is none."""
+        rules.check_session_id(session_id, self.limits)
+        if summary_version is not None:
+            rules.check_expected_version(summary_version)
+        return await self._call(
+            LOAD_SUMMARY,
+            session_id,
+            lambda store: store._load_summary(session_id, summary_version),
+        )
+
+    # -- consultation state -----------------------------------------------------------------
+
+    async def save_state(
+        self,
+        session_id: str,
+        state: ConsultationState | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        rules.check_session_id(session_id, self.limits)
+        expected = rules.check_expected_version(expected_version)
+        checked = rules.check_state(state, self.limits)
+        return await self._call(
+            SAVE_STATE,
+            session_id,
+            lambda store: store._save_state(session_id, checked, expected),
+            lambda: Operation("state", session_id, document=checked.document(), based_on=expected),
+        )
+
+    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
+        rules.check_session_id(session_id, self.limits)
+        return await self._call(LOAD_STATE, session_id, lambda store: store._load_state(session_id))
+
+    async def state_history(self, session_id: str) -> list[StateChange]:
+        rules.check_session_id(session_id, self.limits)
+        return await self._call(
+            STATE_HISTORY, session_id, lambda store: store._state_history(session_id)
+        )
+
+    # -- user profiles ----------------------------------------------------------------------
+
+    async def save_profile(
+        self,
+        user_id: str,
+        profile: UserProfile | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        rules.check_user_id(user_id, self.limits)
+        expected = rules.check_expected_version(expected_version)
+        checked = rules.check_profile(profile, self.limits)
+        return await self._call(
+            SAVE_PROFILE,
+            user_id,
+            lambda store: store._save_profile(user_id, checked, expected),
+            lambda: Operation("profile", user_id, document=checked.document(), based_on=expected),
+        )
+
+    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
+        rules.check_user_id(user_id, self.limits)
+        return await self._call(LOAD_PROFILE, user_id, lambda store: store._load_profile(user_id))
+
+    async def delete_profile(self, user_id: str) -> None:
+        """Remove the user's profile (idempotent); sessions stay."""
+        rules.check_user_id(user_id, self.limits)
+        await self._call(
+            DELETE_PROFILE,
+            user_id,
+            lambda store: store._delete_profile(user_id),
+            lambda: Operation("delete_profile", user_id),
+        )
+
+    @abstractmethod
+    async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
+        """Remove everything of the user: each session whose user it is, with its
+        messages, summaries, state and state history, and the profile (idempotent).
+
+        Then, with ``vacuum`` (on PostgreSQL), ANALYZE and VACUUM of the tables the
+        erasure touched, once it has committed, so neither the table statistics nor dead
+        row versions keep the user's ids and text; its outcome, and what backups still
+        hold, are on the receipt.  ``vacuum=False`` (a batch of erasures, one clean-up
+        after the last) leaves that to a later ``erase_user`` or to the operator."""
+
+    # -- whole sessions -----------------------------------------------------------------------
+
+    async def snapshot(self, session_id: str) -> SessionSnapshot:
+        """Messages, latest summary, state, profile and every version, from one snapshot."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._call(SNAPSHOT, session_id, lambda store: store._snapshot(session_id))
+
+    @abstractmethod
+    def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
+        """A SessionReader on one consistent snapshot, for context assembly."""
+
+    @abstractmethod
+    def iter_messages(
+        self, session_id: str, *, batch_size: int = 1000
+    ) -> AsyncGenerator[Message, None]:
+        """Every message of the session, oldest first, ``batch_size`` at a time.
+
+        For exports: memory stays bounded by a batch whatever the session's length, and
+        every batch comes from the same snapshot (on PostgreSQL one REPEATABLE READ
+        transaction, so the whole export must fit in ``operation_timeout``).
+        """
+
+    def _stored_prefix(self, session_id: str, messages: object) -> int:
+        """How many of ``messages``' first items are the very Message objects this
+        backend knows it stored for the session (checked when written: the rules skip
+        them).  ``messages`` is the caller's, unchecked; 0 unless a backend knows."""
+        return 0
+
+
+class Store(VersionedStorage):
     """A VersionedStorage whose public methods apply the rules, then call the backend."""
 
     #: The backend's name in telemetry (derived from its module unless a class sets it).
@@ -81,179 +372,37 @@ class Store(AsyncClosing, ABC):
         #: Counts each message's contract cost when it is written; readers know its encoding.
         self.token_counter = token_counter or TokenCounter()
 
-    # -- lifecycle ----------------------------------------------------------------------------
+    # -- the fallback's journal -------------------------------------------------------------
 
-    @abstractmethod
-    async def close(self) -> None: ...
-
-    # -- messages -------------------------------------------------------------------------------
-
-    async def save(
-        self,
-        session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        """Replace the session's messages (atomically); the session's new version.
-
-        With ``expected_version`` only if the stored version equals it (``NEW_SESSION``:
-        must not exist yet), else ``ConflictError``; without it the last write wins.
-        """
-        expected = rules.check_write(session_id, expected_version, user_id, self.limits)
-        trusted = self._stored_prefix(session_id, messages)
-        checked = rules.coerce_messages(messages, self.limits, trusted=trusted)
-        return await self._traced(
-            "save", self._save(session_id, checked, expected, user_id), session_id
+    def open_journal(self, name: str) -> Journal:
+        """Where a FallbackStorage with this store as its secondary records its writes."""
+        raise ConfigurationError(
+            f"{type(self).__name__} can't hold a fallback journal: "
+            "use a MemoryStorage or a RedisStorage as the secondary"
         )
 
-    async def append(
-        self,
-        session_id: str,
-        messages: Sequence[MessageInput],
-        *,
-        expected_version: int | None = None,
-        user_id: str | None = None,
-    ) -> int:
-        """Add messages after the stored ones, creating the session; the new version."""
-        expected = rules.check_write(session_id, expected_version, user_id, self.limits)
-        checked = rules.coerce_messages(messages, self.limits)
-        return await self._traced(
-            "append", self._append(session_id, checked, expected, user_id), session_id
-        )
+    async def applied_writes(
+        self, subject: str, write_ids: Sequence[str], *, profile: bool = False
+    ) -> frozenset[str] | None:
+        """Which of ``write_ids`` (storage/write_ids.py) a write to the session (or, with
+        ``profile``, the user's profile) ``subject`` applied; None when this store
+        records no write ids, so nobody can tell."""
+        if not write_ids:
+            return frozenset()
+        return await self._applied(subject, write_ids, profile=profile)
 
-    async def load(self, session_id: str) -> list[Message]:
-        """Exactly what was saved; ``[]`` for a missing session."""
-        rules.check_session_id(session_id, self.limits)
-        return await self._traced("load", self._load(session_id), session_id)
+    async def _applied(
+        self, subject: str, write_ids: Sequence[str], *, profile: bool
+    ) -> frozenset[str] | None:
+        return None
 
-    async def newest(self, session_id: str, limit: int) -> list[Message]:
-        """The session's last ``limit`` messages, oldest first; ``[]`` for a missing one.
-        Costs the same whatever the session's length."""
-        rules.check_session_id(session_id, self.limits)
-        if rules.check_limit(limit) == 0:
-            return []
-        return await self._traced("newest", self._newest(session_id, limit), session_id)
-
-    async def _newest(self, session_id: str, limit: int) -> list[Message]:
-        """Through a reader (one snapshot); a backend may do it in one query."""
-        async with self._reader(session_id) as reader:
-            head = await reader.head()
-            if not head.message_count:
-                return []
-            found = await reader.newest(head.message_count, limit)
-        return [stored.message for stored in reversed(found)]
-
-    async def version(self, session_id: str) -> int:
-        """The session's version; 0 when it does not exist."""
-        rules.check_session_id(session_id, self.limits)
-        return await self._traced("version", self._version(session_id), session_id)
-
-    async def delete(self, session_id: str) -> None:
-        """Remove the session: messages, summaries, state and its history (not the profile)."""
-        rules.check_session_id(session_id, self.limits)
-        await self._traced("delete", self._delete(session_id), session_id)
-
-    async def exists(self, session_id: str) -> bool:
-        """True for a stored session, even one saved with ``[]``."""
-        rules.check_session_id(session_id, self.limits)
-        return await self._traced("exists", self._exists(session_id), session_id)
-
-    # -- summaries ------------------------------------------------------------------------------
-
-    async def save_summary(
-        self,
-        session_id: str,
-        text: str,
-        *,
-        covers_until: int,
-        token_count: int | None = None,
-        expected_version: int | None = None,
-    ) -> Summary:
-        """Store the next summary version (``expected_version``: the latest one seen)."""
-        rules.check_session_id(session_id, self.limits)
-        expected = rules.check_expected_version(expected_version)
-        checked = rules.check_summary(text, covers_until, token_count, self.limits)
-        return await self._traced(
-            "save_summary",
-            self._save_summary(session_id, checked, covers_until, token_count, expected),
-            session_id,
-        )
-
-    async def load_summary(
-        self, session_id: str, summary_version: int | None = None
-    ) -> Summary | None:
-        """The latest summary, or the one at ``summary_version``; None when there is none."""
-        rules.check_session_id(session_id, self.limits)
-        if summary_version is not None:
-            rules.check_expected_version(summary_version)
-        return await self._traced(
-            "load_summary", self._load_summary(session_id, summary_version), session_id
-        )
-
-    # -- consultation state -----------------------------------------------------------------
-
-    async def save_state(
-        self,
-        session_id: str,
-        state: ConsultationState | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> int:
-        rules.check_session_id(session_id, self.limits)
-        expected = rules.check_expected_version(expected_version)
-        checked = rules.check_state(state, self.limits)
-        return await self._traced(
-            "save_state", self._save_state(session_id, checked, expected), session_id
-        )
-
-    async def load_state(self, session_id: str) -> Versioned[ConsultationState] | None:
-        rules.check_session_id(session_id, self.limits)
-        return await self._traced("load_state", self._load_state(session_id), session_id)
-
-    async def state_history(self, session_id: str) -> list[StateChange]:
-        rules.check_session_id(session_id, self.limits)
-        return await self._traced("state_history", self._state_history(session_id), session_id)
-
-    # -- user profiles ----------------------------------------------------------------------
-
-    async def save_profile(
-        self,
-        user_id: str,
-        profile: UserProfile | Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> int:
-        rules.check_user_id(user_id, self.limits)
-        expected = rules.check_expected_version(expected_version)
-        checked = rules.check_profile(profile, self.limits)
-        return await self._traced(
-            "save_profile", self._save_profile(user_id, checked, expected), user=user_id
-        )
-
-    async def load_profile(self, user_id: str) -> Versioned[UserProfile] | None:
-        rules.check_user_id(user_id, self.limits)
-        return await self._traced("load_profile", self._load_profile(user_id), user=user_id)
-
-    async def delete_profile(self, user_id: str) -> None:
-        """Remove the user's profile (idempotent); sessions stay."""
-        rules.check_user_id(user_id, self.limits)
-        await self._traced("delete_profile", self._delete_profile(user_id), user=user_id)
+    # -- the operations that are more than one hook --------------------------------------------
 
     async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
-        """Remove everything of the user: each session whose user it is, with its
-        messages, summaries, state and state history, and the profile (idempotent).
-
-        Then, with ``vacuum`` (on PostgreSQL), ANALYZE and VACUUM of the tables the
-        erasure touched, once it has committed, so neither the table statistics nor dead
-        row versions keep the user's ids and text; its outcome, and what backups still
-        hold, are on the receipt.  ``vacuum=False`` (a batch of erasures, one clean-up
-        after the last) leaves that to a later ``erase_user`` or to the operator."""
         rules.check_user_id(user_id, self.limits)
         started = time.monotonic()
         erased, erased_at, vacuumed = await self._traced(
-            "erase_user", self._erase_then_vacuum(user_id, vacuum), user=user_id
+            "erase_user", self._erase_then_vacuum(user_id, vacuum), user_id, of_user=True
         )
         backups = self._backups_after_erasure(erased, erased_at)
         return ErasureReceipt(
@@ -280,39 +429,7 @@ class Store(AsyncClosing, ABC):
         erased_at = datetime.now(UTC)  # committed: what backups from now on no longer hold
         return erased, erased_at, await self._vacuum_after_erasure(vacuum)
 
-    # -- the fallback's journal -------------------------------------------------------------
-
-    def open_journal(self, name: str) -> Journal:
-        """Where a FallbackStorage with this store as its secondary records its writes."""
-        raise ConfigurationError(
-            f"{type(self).__name__} can't hold a fallback journal: "
-            "use a MemoryStorage or a RedisStorage as the secondary"
-        )
-
-    async def applied_writes(
-        self, subject: str, write_ids: Sequence[str], *, profile: bool = False
-    ) -> frozenset[str] | None:
-        """Which of ``write_ids`` (storage/write_ids.py) a write to the session (or, with
-        ``profile``, the user's profile) ``subject`` applied; None when this store
-        records no write ids, so nobody can tell."""
-        if not write_ids:
-            return frozenset()
-        return await self._applied(subject, write_ids, profile=profile)
-
-    async def _applied(
-        self, subject: str, write_ids: Sequence[str], *, profile: bool
-    ) -> frozenset[str] | None:
-        return None
-
-    # -- whole sessions -----------------------------------------------------------------------
-
-    async def snapshot(self, session_id: str) -> SessionSnapshot:
-        """Messages, latest summary, state, profile and every version, from one snapshot."""
-        rules.check_session_id(session_id, self.limits)
-        return await self._traced("snapshot", self._snapshot(session_id), session_id)
-
     def reader(self, session_id: str) -> AbstractAsyncContextManager[SessionReader]:
-        """A SessionReader on one consistent snapshot, for context assembly."""
         rules.check_session_id(session_id, self.limits)
         active = telemetry.active
         if active is None:
@@ -324,12 +441,6 @@ class Store(AsyncClosing, ABC):
     async def iter_messages(
         self, session_id: str, *, batch_size: int = 1000
     ) -> AsyncGenerator[Message, None]:
-        """Every message of the session, oldest first, ``batch_size`` at a time.
-
-        For exports: memory stays bounded by a batch whatever the session's length, and
-        every batch comes from the same snapshot (on PostgreSQL one REPEATABLE READ
-        transaction, so the whole export must fit in ``operation_timeout``).
-        """
         rules.check_session_id(session_id, self.limits)
         rules.check_batch_size(batch_size)
         async with self.reader(session_id) as reader:
@@ -338,29 +449,38 @@ class Store(AsyncClosing, ABC):
                 for message in await reader.span(start, start + batch_size):
                     yield message
 
-    # -- shared by the public methods -----------------------------------------------------------
+    # -- where each operation runs: here ----------------------------------------------------------
+
+    def _call(
+        self,
+        route: Route,
+        subject: str,
+        action: Callable[[Store], Awaitable[T]],
+        journal: JournalEntry | None = None,
+    ) -> Awaitable[T]:
+        """The hook on this store (no journal: only a fallback keeps one)."""
+        return self._traced(route.name, action(self), subject, of_user=route.of_user)
 
     def _traced(
-        self,
-        operation: str,
-        hook: Awaitable[T],
-        session: str | None = None,
-        *,
-        user: str | None = None,
+        self, operation: str, hook: Awaitable[T], subject: str, *, of_user: bool = False
     ) -> Awaitable[T]:
         """``hook`` itself while telemetry is off (the flag read once); else in a span."""
         active = telemetry.active
         if active is None:
             return hook
+        session, user = (None, subject) if of_user else (subject, None)
         return active.observe(operation, self.db_system, hook, session=session, user=user)
 
     # -- the backend's hooks: validated values in, stored values out ------------------------------
 
-    def _stored_prefix(self, session_id: str, messages: object) -> int:
-        """How many of ``messages``' first items are the very Message objects this
-        backend knows it stored for the session (checked when written: the rules skip
-        them).  ``messages`` is the caller's, unchecked; 0 unless a backend knows."""
-        return 0
+    async def _newest(self, session_id: str, limit: int) -> list[Message]:
+        """Through a reader (one snapshot); a backend may do it in one query."""
+        async with self._reader(session_id) as reader:
+            head = await reader.head()
+            if not head.message_count:
+                return []
+            found = await reader.newest(head.message_count, limit)
+        return [stored.message for stored in reversed(found)]
 
     @abstractmethod
     async def _save(

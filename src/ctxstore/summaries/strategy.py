@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ctxstore.context.compression import ContextWindow, due_and_window
 from ctxstore.errors import InvalidInputError
-from ctxstore.storage.base import VersionedStorage
+from ctxstore.storage.store import VersionedStorage
 from ctxstore.summaries.queue import SummaryQueue
 from ctxstore.tokens import TokenCounter
 
