@@ -8,7 +8,10 @@ for the small case, of a 100-message one), beside, on the same connection:
 - ``load's columns``: the message columns a load reads (MESSAGE_COLUMN_ORDER, key_id,
   sealed), all of them, without the session's head.
 
-Target: ``load`` of 10,000 messages <= 1.3x the minimal fetch's backend CPU.
+Target: ``load`` of 10,000 messages <= 1.3x the minimal fetch's backend CPU.  Issue 48's
+(item 6) is the CPU sum, the client's (``time.process_time_ns`` in the worker) plus the
+backend's: ``load`` of 1,000 and of 10,000 messages <= 1.3x the sum of ``load's columns``
+(a raw fetch of the same rows), reported beside it (``--sizes 10000,1000``).
 
 Backend CPU is the first field of ``/proc/<backend pid>/schedstat`` (ns on CPU) read
 before and after each sample, the pid from ``SELECT pg_backend_pid()`` on the connection:
@@ -191,13 +194,17 @@ async def worker(url: URL) -> None:
             if command["op"] == "close":
                 return
             what, sid = command["what"], command["session"]
-            cpu, started = cpu_ns(pid), time.perf_counter_ns()
+            cpu, started, client = cpu_ns(pid), time.perf_counter_ns(), time.process_time_ns()
             if what == LOAD:
                 found = len(await storage.load(sid))
             else:
                 async with storage.driver() as driver:
                     found = len(await driver.fetch(FETCHES[what], sid))
-            sample = (cpu_ns(pid) - cpu, time.perf_counter_ns() - started)
+            sample = (
+                cpu_ns(pid) - cpu,
+                time.perf_counter_ns() - started,
+                time.process_time_ns() - client,
+            )
             assert found == command["size"], (what, sid, found)
             print(json.dumps(sample), flush=True)
     finally:
@@ -230,14 +237,15 @@ class Worker:
             raise RuntimeError(f"the {self.label} worker died (see its stderr above)")
         return json.loads(line)
 
-    def sample(self, what: str, size: int, layout: str) -> tuple[int, int]:
-        """Backend CPU and wall time (ns) of one ``what`` (LOAD or a FETCHES name)."""
+    def sample(self, what: str, size: int, layout: str) -> tuple[int, int, int]:
+        """Backend CPU, wall time and client CPU (ns) of one ``what`` (LOAD or a FETCHES
+        name)."""
         assert self.process.stdin is not None
         command = {"op": "sample", "what": what, "session": session(size, layout), "size": size}
         self.process.stdin.write(json.dumps(command) + "\n")
         self.process.stdin.flush()
-        cpu, wall = self._reply()
-        return int(cpu), int(wall)
+        cpu, wall, client = self._reply()
+        return int(cpu), int(wall), int(client)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -288,8 +296,8 @@ async def query_ids(probe: Any, texts: list[str]) -> list[int]:
 async def one_run(
     url: URL, trees: dict[str, str], sizes: tuple[int, ...], trials: int, warmup: int
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Per case (size and layout) and contender: median backend CPU and wall time (ms),
-    executor ms per call."""
+    """Per case (size and layout) and contender: median backend CPU, wall time, client CPU
+    and CPU sum (ms), executor ms per call."""
     probe = await raw_connection(url)
     workers: list[Worker] = []
     try:
@@ -308,7 +316,7 @@ async def one_run(
                 for _ in range(warmup):
                     w.sample(what, size, layout)
             times_before = await statement_times(probe)
-            samples: dict[str, list[tuple[int, int]]] = {
+            samples: dict[str, list[tuple[int, int, int]]] = {
                 contender(what, w.label): [] for w, what in pairs
             }
             for _ in range(trials):
@@ -320,6 +328,8 @@ async def one_run(
                 name: {
                     "cpu_ms": statistics.median(s[0] for s in values) / 1e6,
                     "wall_ms": statistics.median(s[1] for s in values) / 1e6,
+                    "client_ms": statistics.median(s[2] for s in values) / 1e6,
+                    "sum_ms": statistics.median(s[0] + s[2] for s in values) / 1e6,
                     "exec_ms": executor_ms(statements[name], times_before, times_after),
                 }
                 for name, values in sorted(samples.items(), key=lambda item: order(item[0]))
@@ -364,10 +374,15 @@ def report(runs: list[dict[str, dict[str, dict[str, float]]]]) -> str:
         middle = statistics.median(values)
         return f"{middle:.3f}{unit} [{min(values):.3f}-{max(values):.3f}]"
 
-    def ratios(case: str, name: str) -> list[float]:
-        """To the minimal fetch on the same connection (the same tree's worker)."""
-        floor = contender("minimal fetch", name[:-1].split(" (", 1)[1])
-        return [run[case][name]["cpu_ms"] / run[case][floor]["cpu_ms"] for run in runs]
+    def ratios(
+        case: str, name: str, fetch: str = "minimal fetch", key: str = "cpu_ms"
+    ) -> list[float]:
+        """To ``fetch`` on the same connection (the same tree's worker)."""
+        floor = contender(fetch, name[:-1].split(" (", 1)[1])
+        return [run[case][name][key] / run[case][floor][key] for run in runs]
+
+    def sums(case: str, name: str) -> list[float]:
+        return ratios(case, name, "load's columns", "sum_ms")
 
     lines = [
         f"median over {len(runs)} runs of each run's median (lowest-highest run in brackets);",
@@ -384,6 +399,9 @@ def report(runs: list[dict[str, dict[str, dict[str, float]]]]) -> str:
                     spread(ratios(case, name), "x"),
                     spread([run[case][name]["exec_ms"] for run in runs]),
                     spread([run[case][name]["wall_ms"] for run in runs]),
+                    spread([run[case][name]["client_ms"] for run in runs]),
+                    spread([run[case][name]["sum_ms"] for run in runs]),
+                    spread(sums(case, name), "x"),
                 )
             )
             if name.startswith(f"{LOAD} (") and case.startswith(f"{TARGET_SIZE:,} "):
@@ -393,12 +411,28 @@ def report(runs: list[dict[str, dict[str, dict[str, float]]]]) -> str:
                     f"{name}, {case}: {ratio:.2f}x the minimal fetch"
                     f" (target <= {TARGET}x): {verdict}"
                 )
+            if name.startswith(f"{LOAD} ("):
+                ratio = statistics.median(sums(case, name))
+                verdict = "met" if ratio <= TARGET else "MISSED"
+                verdicts.append(
+                    f"{name}, {case}: CPU sum {ratio:.2f}x load's columns"
+                    f" (issue 48 target <= {TARGET}x): {verdict}"
+                )
         lines += [
             "",
             case,
             table(
                 rows,
-                ("contender", "backend CPU ms", "/ minimal fetch", "executor ms", "wall ms"),
+                (
+                    "contender",
+                    "backend CPU ms",
+                    "/ minimal fetch",
+                    "executor ms",
+                    "wall ms",
+                    "client CPU ms",
+                    "CPU sum ms",
+                    "sum / load's columns",
+                ),
             ),
         ]
     return "\n".join([*lines, "", *verdicts])

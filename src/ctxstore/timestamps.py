@@ -142,25 +142,32 @@ def go_timestamp(moment: datetime) -> str:
     RFC 3339 offsets are whole minutes; Go drops an offset's seconds and so writes another
     instant: InvalidMessageError instead (the storage rules already refuse such offsets).
     """
-    offset = moment.utcoffset()
-    if offset is None:
-        raise InvalidMessageError(f"timestamp {moment.isoformat()} has no UTC offset")
-    text = (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-    )
-    nanosecond = nanoseconds_of(moment)
-    if moment.microsecond or nanosecond:
-        text += f".{moment.microsecond:06d}{nanosecond:03d}".rstrip("0")
-    if not offset:
-        return text + "Z"
-    minutes, rest = divmod(abs(offset), timedelta(minutes=1))
-    if rest:
+    # From datetime's own isoformat (C: a context build writes one for every message):
+    # date and time in 19 characters, ".ffffff" when there are microseconds, then the
+    # offset, "+hh:mm" when it is whole minutes (else seconds follow; none: no offset).
+    text = _isoformat(moment)
+    microsecond = moment.microsecond
+    cut = 26 if microsecond else 19
+    zone = text[cut:]
+    if len(zone) != 6:
+        if not zone:
+            raise InvalidMessageError(f"timestamp {moment.isoformat()} has no UTC offset")
         raise InvalidMessageError(
             f"timestamp {moment.isoformat()}: RFC 3339 (Go) has no seconds in a UTC offset"
         )
-    sign = "-" if offset < timedelta(0) else "+"
-    return f"{text}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+    nanosecond = getattr(moment, "nanosecond", 0)
+    if nanosecond:
+        head = f"{text[:19]}.{microsecond:06d}{nanosecond:03d}".rstrip("0")
+    elif microsecond:
+        head = text[:26].rstrip("0")
+    else:
+        head = text[:19]
+    return head + ("Z" if zone == "+00:00" else zone)
+
+
+#: datetime's own isoformat, which a NanoDatetime's leaves as it is (go_timestamp adds the
+#: nanoseconds itself).
+_isoformat = datetime.isoformat
 
 
 def postgres_timestamp(moment: datetime | None) -> str | None:

@@ -15,25 +15,26 @@ place), so its cost is exact whichever encoding stored it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ctxstore.context.compression import chosen_counter, message_cost, walk_newest
 from ctxstore.contract import (
     CONTEXT_VERSION,
     ContextContract,
+    ContractMessage,
     KnowledgeItem,
     serialize_document,
     serialize_parts,
     state_document,
 )
 from ctxstore.errors import ContractBudgetError, InvalidInputError
-from ctxstore.models import ConsultationState
+from ctxstore.models import ROLES, ConsultationState
 from ctxstore.storage.base import (
     SessionHead,
     SnapshotMoved,
@@ -44,7 +45,7 @@ from ctxstore.storage.base import (
 from ctxstore.storage.store import VersionedStorage
 from ctxstore.textcheck import text_problem
 from ctxstore.timestamps import go_timestamp
-from ctxstore.tokens import TokenCounter, contract_message, legacy_fill, split_before_key
+from ctxstore.tokens import TokenCounter, legacy_fill, split_before_key
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -98,7 +99,7 @@ class ContextBuilder:
         plan = await self._plan(
             session_id, turn_id, user_message, retrieved_knowledge, token_budget
         )
-        return ContextContract.model_validate(_document(plan))
+        return ContextContract.model_validate(_document(plan, _trusted_message))
 
     async def build_json(
         self,
@@ -287,19 +288,86 @@ def _chunk(budget: int) -> int:
     return budget // 40 + 16
 
 
-def _document(plan: _Plan) -> dict[str, Any]:
-    """The contract the plan describes, as JSON data in the contract's field order."""
-    recent = []
-    fill_text = go_timestamp(plan.created_at)  # the same for every message without a time
-    for stored in plan.messages:
-        turn_id, stamp = legacy_fill(stored.position, plan.created_at)
-        recent.append(contract_message(stored.message, turn_id, stamp, fill_text))
+def _document(
+    plan: _Plan, element: Callable[[dict[str, Any]], Any] | None = None
+) -> dict[str, Any]:
+    """The contract the plan describes, as JSON data in the contract's field order
+    (``element``: what each recent message's contract form becomes, e.g. its model)."""
+    recent = _recent_messages(plan.messages, plan.created_at)
+    if element is not None:
+        recent = [element(item) for item in recent]
     document = _with_meta(plan.skeleton, len(plan.messages), plan.summary_version)
     context = dict(document["context"])
     context["recent_messages"] = recent
     if plan.knowledge:
         context["retrieved_knowledge"] = plan.knowledge
     return {**document, "context": context}
+
+
+def _recent_messages(messages: list[StoredMessage], created_at: datetime) -> list[dict[str, Any]]:
+    """``contract_message`` of each message with its ``legacy_fill``, without the per-message
+    calls: a build writes one for every message it includes.  A message's time is written
+    once for a run of messages at the very same time (same fields, zone object, fold and
+    nanoseconds: the same text)."""
+    recent: list[dict[str, Any]] = []
+    fill_text: str | None = None  # the same for every message without a time
+    last: datetime | None = None
+    last_text = ""
+    for stored in messages:
+        fields = stored.message.__dict__
+        stamp = fields["timestamp"]
+        if stamp is None:
+            if fill_text is None:
+                fill_text = go_timestamp(created_at)
+            text = fill_text
+        elif (
+            last is not None
+            and stamp.tzinfo is last.tzinfo
+            and stamp == last
+            and stamp.fold == last.fold
+            and getattr(stamp, "nanosecond", 0) == getattr(last, "nanosecond", 0)
+        ):
+            text = last_text
+        else:
+            text = last_text = go_timestamp(stamp)
+            last = stamp
+        recent.append(
+            {
+                "role": fields["role"],
+                "content": fields["content"],
+                "turn_id": fields["turn_id"] or legacy_fill(stored.position, created_at)[0],
+                "timestamp": text,
+            }
+        )
+    return recent
+
+
+# Setters of the slots pydantic keeps on every model, bound once (as formats/messages.py's).
+_new_model = object.__new__
+_SET_DICT = BaseModel.__dict__["__dict__"].__set__
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+assert list(ContractMessage.model_fields) == ["role", "content", "turn_id", "timestamp"]
+
+
+def _trusted_message(item: dict[str, Any]) -> Any:
+    """A recent message's contract form as the ContractMessage validating it would make,
+    without validating again what is known to hold: the role and texts of a stored
+    message, its time as go_timestamp wrote it (anything else: the dict, validated)."""
+    if (
+        item["role"] not in ROLES
+        or type(item["content"]) is not str
+        or type(item["turn_id"]) is not str
+        or type(item["timestamp"]) is not str
+    ):
+        return item
+    message = _new_model(ContractMessage)
+    _SET_DICT(message, item)
+    _SET_FIELDS_SET(message, {"role", "content", "turn_id", "timestamp"})
+    _SET_EXTRA(message, None)
+    _SET_PRIVATE(message, None)
+    return message
 
 
 @lru_cache(maxsize=64)

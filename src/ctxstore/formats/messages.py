@@ -23,7 +23,7 @@ from ctxstore.models import (
     Message,
     construct_trusted,
 )
-from ctxstore.timestamps import with_nanoseconds
+from ctxstore.timestamps import NanoDatetime, with_nanoseconds
 
 __all__ = [
     "FORMAT_KEY",
@@ -118,6 +118,9 @@ _SHIFTS: dict[int, tuple[timedelta, timezone]] = {
 # costs half of ``astimezone``, the largest single cost of loading a message.
 _new_datetime = cast("Callable[[bytes, timezone | None], datetime]", datetime)
 _pickle_state = cast("Callable[[datetime], tuple[Any, tuple[bytes, Any]]]", datetime.__reduce__)
+_NANO = cast("Callable[[bytes, timezone | None], NanoDatetime]", NanoDatetime)
+#: A row rows_to_messages leaves to row_to_message (no format is this).
+_CAREFUL: Any = object()
 
 
 def _restore_offset(stamp: datetime | None, offset: int | None) -> datetime | None:
@@ -171,50 +174,65 @@ def rows_to_messages(
     """
     result: list[Message] = []
     append = result.append
-    new_instance, message_type = object.__new__, Message
+    new_instance, message_type, field_names, empty, careful = (
+        object.__new__,
+        Message,
+        FIELD_NAMES,
+        EMPTY_METADATA,
+        _CAREFUL,
+    )
     set_dict, set_fields_set, set_extra, set_private = (
         _SET_DICT,
         _SET_FIELDS_SET,
         _SET_EXTRA,
         _SET_PRIVATE,
     )
-    field_names, empty = FIELD_NAMES, EMPTY_METADATA
-    new_datetime, pickle_state, shifts = _new_datetime, _pickle_state, _SHIFTS
+    new_datetime, pickle_state, shifts, nano_type = _new_datetime, _pickle_state, _SHIFTS, _NANO
     end = _COLUMNS
-    # A session's messages nearly always share one offset: look it up only when it changes.
-    last_offset: int | None = 0
-    shift: timedelta | None = None
-    zone: timezone | None = None
+    # A run of messages at the very same stored time (instant, offset and nanoseconds)
+    # shares the one datetime made for the first of them.
+    last_stored: tuple[Any, Any, Any] = (None, 0, None)
+    last_stamp: Any = None
     for row in rows:
         (position, role, content, turn_id, stamp, offset, nanos, name, metadata, digest, fmt) = row[
             :end
         ]
-        if fmt != current:
-            append(_careful(row[:end], current, session_id, position))
-            continue
         if metadata is None:
             metadata = empty
         elif type(metadata) is not dict:
-            append(_careful(row[:end], current, session_id, position))
-            continue
-        if stamp is not None and stamp.tzinfo is None:  # +-infinity, which asyncpg reads naive
-            append(_careful(row[:end], current, session_id, position))
-            continue
-        if offset:
-            if offset != last_offset:
-                found = shifts.get(offset)
-                if found is None:  # an unusual offset, or a corrupt one: the careful path
-                    append(_careful(row[:end], current, session_id, position))
-                    continue
-                shift, zone = found
-                last_offset = offset
+            fmt = careful
+        if fmt != current:
+            pass  # another format, or a row to look at closely: the careful path below
+        elif stamp is None:
+            if offset or nanos:  # a time's parts without the time
+                fmt = careful
+        elif stamp == last_stored[0] and offset == last_stored[1] and nanos == last_stored[2]:
+            stamp = last_stamp
+        elif stamp.tzinfo is None or (nanos and not 0 < nanos < 1000):
+            fmt = careful  # +-infinity, which asyncpg reads naive, or bad nanoseconds
+        elif not offset:
+            last_stored = (stamp, offset, nanos)
+            stamp = last_stamp = with_nanoseconds(stamp, nanos) if nanos else stamp
+        elif (found := shifts.get(offset)) is None:
+            fmt = careful  # an unusual offset, or a corrupt one
+        else:
+            # The UTC instant shifted, its wall-clock fields given the zone (a datetime's
+            # pickle state): half the cost of astimezone, the costliest part of a row.
             try:
-                stamp = new_datetime(pickle_state(stamp + shift)[1][0], zone)
-            except (TypeError, OverflowError):  # no timestamp, or local time out of range
-                append(_careful(row[:end], current, session_id, position))
-                continue
-        if nanos:
-            stamp = with_nanoseconds(stamp, nanos)
+                state = pickle_state(stamp + found[0])[1][0]
+            except (TypeError, OverflowError):  # not a time, or local time out of range
+                fmt = careful
+            else:
+                last_stored = (stamp, offset, nanos)
+                if nanos:  # with_nanoseconds, from the state at hand
+                    stamp = nano_type(state, found[1])
+                    stamp.nanosecond = nanos
+                else:
+                    stamp = new_datetime(state, found[1])
+                last_stamp = stamp
+        if fmt != current:
+            append(_careful(row[:end], current, session_id, position))
+            continue
         message = new_instance(message_type)
         set_dict(
             message,
