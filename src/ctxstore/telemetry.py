@@ -480,6 +480,18 @@ def _fallback_states(options: CallbackOptions) -> Iterable[Observation]:
 
 def _fallback_figure(figure: str) -> Any:
     """Per journal: how many of its stores journal at risk, or the entries they lost."""
+    return _summed(_fallbacks, "journal_name", "ctxstore.fallback.journal", figure)
+
+
+def _pool_gauge(figure: str) -> Any:
+    """Per pool: its connections in use, or the calls waiting for one.  Storages sharing
+    an engine each have their own turns: one figure per pool."""
+    return _summed(_pools, "pool_name", "db.client.connection.pool.name", figure)
+
+
+def _summed(watched: weakref.WeakSet[Any], by: str, label: str, figure: str) -> Any:
+    """A callback observing ``figure`` summed over the ``watched`` objects of each value
+    of their ``by`` attribute, that value as its ``label``."""
 
     def observe(options: CallbackOptions) -> Iterable[Observation]:
         from opentelemetry.metrics import Observation  # noqa: PLC0415
@@ -487,29 +499,8 @@ def _fallback_figure(figure: str) -> Any:
         if active is None:
             return []
         totals: Counter[str] = Counter()
-        for fallback in list(_fallbacks):
-            totals[fallback.journal_name] += int(getattr(fallback, figure))
-        return [
-            Observation(totals[journal], {"ctxstore.fallback.journal": journal})
-            for journal in sorted(totals)
-        ]
-
-    return observe
-
-
-def _pool_gauge(attribute: str) -> Any:
-    def observe(options: CallbackOptions) -> Iterable[Observation]:
-        from opentelemetry.metrics import Observation  # noqa: PLC0415
-
-        if active is None:
-            return []
-        totals: Counter[str] = Counter()
-        for pool in list(_pools):
-            # Storages sharing an engine each have their own turns: one figure per pool.
-            totals[pool.pool_name] += getattr(pool, attribute)
-        return [
-            Observation(total, {"db.client.connection.pool.name": name})
-            for name, total in sorted(totals.items())
-        ]
+        for each in list(watched):
+            totals[getattr(each, by)] += int(getattr(each, figure))
+        return [Observation(total, {label: name}) for name, total in sorted(totals.items())]
 
     return observe

@@ -7,6 +7,8 @@ matches these definitions exactly.  Every key of a session-scoped table starts w
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import (
     ARRAY,
     BigInteger,
@@ -30,6 +32,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.schema import SchemaItem
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -42,19 +45,36 @@ NAMING_CONVENTION = {
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def _sealed_columns() -> list[Column[object]]:
+def _now(name: str) -> Column[datetime]:
+    """A time column set to the transaction's time by default."""
+    return Column(name, DateTime(timezone=True), nullable=False, server_default=text("now()"))
+
+
+def _count(name: str) -> Column[int]:
+    """A count, 0 by default."""
+    return Column(name, Integer, nullable=False, server_default=text("0"))
+
+
+def _texts(name: str) -> Column[list[str]]:
+    """A list of texts, empty by default."""
+    return Column(name, ARRAY(Text), nullable=False, server_default=text("'{}'"))
+
+
+def _key_id() -> Column[int]:
+    """The data key a row is sealed under (revision 0009), NULL on a plaintext row.
+    Checked at commit (0010): a write sealed under a key an erasure destroyed fails."""
+    return Column(
+        "key_id",
+        BigInteger,
+        ForeignKey("data_keys.key_id", deferrable=True, initially="DEFERRED"),
+        nullable=True,
+    )
+
+
+def _sealed_columns() -> list[SchemaItem]:
     """Encryption at rest (revision 0009): the data key a row is sealed under and the
     AES-256-GCM ciphertext of its private fields; both NULL on a plaintext row."""
-    return [
-        # Checked at commit (0010): a write sealed under a key an erasure destroyed fails.
-        Column(
-            "key_id",
-            BigInteger,
-            ForeignKey("data_keys.key_id", deferrable=True, initially="DEFERRED"),
-            nullable=True,
-        ),
-        Column("sealed", LargeBinary, nullable=True),
-    ]
+    return [_key_id(), Column("sealed", LargeBinary, nullable=True)]
 
 
 def _sealed_check(table: str) -> tuple[CheckConstraint, Index]:
@@ -77,14 +97,14 @@ sessions = Table(
     Column("user_id", Text, nullable=True),
     # Bumped by every accepted save; the basis of optimistic concurrency.
     Column("version", BigInteger, nullable=False, server_default=text("0")),
-    Column("message_count", Integer, nullable=False, server_default=text("0")),
+    _count("message_count"),
     # SHA-256 over the concatenated message digests: lets a save recognise "same prefix,
     # new messages appended" without reading the stored messages back.
     # NULL after an append by a process that did not know the previous hash; the next
     # full-overwrite save recomputes it from the stored digests.
     Column("content_hash", LargeBinary, nullable=True),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("created_at"),
+    _now("updated_at"),
     Column("expires_at", DateTime(timezone=True), nullable=True),
     # expires_at moves on every write, so indexing it would make every write a non-HOT
     # update (new entries in every index of the row).  Its hour changes once an hour:
@@ -97,13 +117,9 @@ sessions = Table(
     ),
     # Kept by every write for analytics, so reports never scan the messages: user messages,
     # and the first and last message's time (the server's time for messages without one).
-    Column("turn_count", Integer, nullable=False, server_default=text("0")),
-    Column(
-        "first_activity_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
-    ),
-    Column(
-        "last_activity_at", DateTime(timezone=True), nullable=False, server_default=text("now()")
-    ),
+    _count("turn_count"),
+    _now("first_activity_at"),
+    _now("last_activity_at"),
     CheckConstraint(
         f"char_length(session_id) BETWEEN 1 AND {MAX_SESSION_ID_LENGTH}", name="session_id_length"
     ),
@@ -182,7 +198,7 @@ summaries = Table(
     Column("covers_until", Integer, nullable=False),
     Column("token_count", Integer, nullable=True),
     Column("format_version", SmallInteger, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("created_at"),
     *_sealed_columns(),  # sealed: text is ''
     *_sealed_check("summaries"),
     CheckConstraint("summary_version >= 1", name="summary_version_positive"),
@@ -190,7 +206,7 @@ summaries = Table(
 )
 
 
-def _state_columns() -> list[Column[object] | CheckConstraint]:
+def _state_columns() -> list[SchemaItem]:
     """The consultation state's typed columns, plus the whole document.
 
     The free text (complaint, body parts, symptoms, red flags, duration) is in plaintext
@@ -199,14 +215,14 @@ def _state_columns() -> list[Column[object] | CheckConstraint]:
     return [
         Column("stage", Text, nullable=False),
         Column("chief_complaint", Text, nullable=True),
-        Column("body_parts", ARRAY(Text), nullable=False, server_default=text("'{}'")),
-        Column("symptoms", ARRAY(Text), nullable=False, server_default=text("'{}'")),
-        Column("red_flags", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+        _texts("body_parts"),
+        _texts("symptoms"),
+        _texts("red_flags"),
         Column("pain_level", SmallInteger, nullable=True),
         Column("duration", Text, nullable=True),
-        Column("red_flag_count", Integer, nullable=False, server_default=text("0")),
-        Column("symptom_count", Integer, nullable=False, server_default=text("0")),
-        Column("body_part_count", Integer, nullable=False, server_default=text("0")),
+        _count("red_flag_count"),
+        _count("symptom_count"),
+        _count("body_part_count"),
         Column("has_chief_complaint", Boolean, nullable=False, server_default=text("false")),
         Column("has_symptom_duration", Boolean, nullable=False, server_default=text("false")),
         Column("document", JSONB, nullable=False),
@@ -227,7 +243,7 @@ consultation_states = Table(
     _session_key(),
     Column("version", BigInteger, nullable=False),
     *_state_columns(),
-    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("updated_at"),
     *_sealed_check("consultation_states"),
     CheckConstraint("version >= 1", name="version_positive"),
 )
@@ -239,7 +255,7 @@ consultation_state_history = Table(
     _session_key(),
     Column("version", BigInteger, primary_key=True),
     *_state_columns(),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("created_at"),
     *_sealed_check("consultation_state_history"),
 )
 
@@ -252,11 +268,11 @@ user_profiles = Table(
     Column("age", SmallInteger, nullable=True),
     Column("gender", Text, nullable=True),
     Column("exercise_habit", Text, nullable=True),
-    Column("known_limitations", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+    _texts("known_limitations"),
     Column("document", JSONB, nullable=False),
     Column("format_version", SmallInteger, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("created_at"),
+    _now("updated_at"),
     # sealed: document is JSON null and the typed columns are NULL / empty
     *_sealed_columns(),
     *_sealed_check("user_profiles"),
@@ -310,7 +326,7 @@ analytics_refreshed_days = Table(
     Column("sessions", Integer, nullable=False),
     Column("fingerprint", Numeric, nullable=False),
     Column("min_group_size", Integer, nullable=False),
-    Column("refreshed_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("refreshed_at"),
 )
 
 # The HMAC-SHA256 key of the analytics pseudonyms, one row, kept as its two padded forms
@@ -321,7 +337,7 @@ ctxstore_pseudonym_key = Table(
     Column("singleton", Boolean, primary_key=True, server_default=text("true")),
     Column("inner_pad", LargeBinary, nullable=False),
     Column("outer_pad", LargeBinary, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("created_at"),
     CheckConstraint("singleton", name="one_row"),
     CheckConstraint(
         "octet_length(inner_pad) = 64 AND octet_length(outer_pad) = 64", name="pads_64_bytes"
@@ -341,7 +357,7 @@ def _applied_writes(name: str, subject: str) -> Table:
         metadata,
         Column(subject, Text, primary_key=True),
         Column("write_id", Uuid, primary_key=True),
-        Column("applied_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        _now("applied_at"),
         Index(f"ix_{name}_applied_at", "applied_at"),
     )
 
@@ -360,11 +376,11 @@ summary_jobs = Table(
     Column("session_id", Text, primary_key=True),
     Column("until_seq", Integer, nullable=False),
     Column("state", Text, nullable=False, server_default=text("'queued'")),
-    Column("attempts", Integer, nullable=False, server_default=text("0")),
-    Column("run_after", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _count("attempts"),
+    _now("run_after"),
     Column("lease_token", Uuid, nullable=True),
     Column("lease_until", DateTime(timezone=True), nullable=True),
-    Column("enqueued_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("enqueued_at"),
     Column("last_error", Text, nullable=True),
     CheckConstraint("state IN ('queued', 'running', 'dead')", name="state"),
     CheckConstraint("(state = 'running') = (lease_token IS NOT NULL)", name="lease"),
@@ -379,28 +395,10 @@ summary_jobs = Table(
 # hangs off its session, so deleting it (or erasing its user) deletes them.
 
 
-def _graph_session_id() -> Column[str]:
-    return Column(
-        "session_id",
-        Text,
-        ForeignKey("sessions.session_id", ondelete="CASCADE"),
-        primary_key=True,
-    )
-
-
-def _graph_key_id() -> Column[int]:
-    return Column(
-        "key_id",
-        BigInteger,
-        ForeignKey("data_keys.key_id", deferrable=True, initially="DEFERRED"),
-        nullable=True,
-    )
-
-
 graph_checkpoints = Table(
     "graph_checkpoints",
     metadata,
-    _graph_session_id(),
+    _session_key(),
     Column("checkpoint_ns", Text, primary_key=True),
     Column("checkpoint_id", Text, primary_key=True),
     Column("parent_checkpoint_id", Text, nullable=True),
@@ -409,7 +407,7 @@ graph_checkpoints = Table(
     Column("metadata", JSONB, nullable=False),
     Column("messages_count", Integer, nullable=True),
     Column("messages_archive", Text, nullable=True),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("created_at"),
     CheckConstraint("messages_archive IS NULL OR messages_count IS NOT NULL", name="messages"),
     Index("ix_graph_checkpoints_run_id", text("(metadata ->> 'run_id')")),
 )
@@ -417,19 +415,19 @@ graph_checkpoints = Table(
 graph_channel_values = Table(
     "graph_channel_values",
     metadata,
-    _graph_session_id(),
+    _session_key(),
     Column("checkpoint_ns", Text, primary_key=True),
     Column("channel", Text, primary_key=True),
     Column("version", Text, primary_key=True),
     Column("value_type", Text, nullable=False),
     Column("value", LargeBinary, nullable=True),
-    _graph_key_id(),
+    _key_id(),
 )
 
 graph_writes = Table(
     "graph_writes",
     metadata,
-    _graph_session_id(),
+    _session_key(),
     Column("checkpoint_ns", Text, primary_key=True),
     Column("checkpoint_id", Text, primary_key=True),
     Column("task_id", Text, primary_key=True),
@@ -438,7 +436,7 @@ graph_writes = Table(
     Column("value_type", Text, nullable=False),
     Column("value", LargeBinary, nullable=False),
     Column("task_path", Text, nullable=False),
-    _graph_key_id(),
+    _key_id(),
 )
 
 # -- encryption at rest (revision 0009) -------------------------------------------------------
@@ -455,7 +453,7 @@ data_keys = Table(
     Column("owner", Text, nullable=False),
     Column("master_key_id", Text, nullable=False),
     Column("wrapped", LargeBinary, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    _now("created_at"),
     Column("retired_at", DateTime(timezone=True), nullable=True),
     Index(
         "ix_data_keys_current_owner",

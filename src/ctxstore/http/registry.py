@@ -58,7 +58,9 @@ class Routes:
         self._routes: list[tuple[str, str, Callable[..., Any], dict[str, Any]]] = []
         self._documented: list[APIRoute] | None = None
 
-    def _method(self, method: str, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
+    def route(self, method: str, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
+        """Declare the decorated endpoint as ``method`` on ``path`` (FastAPI's options)."""
+
         def register(endpoint: Endpoint) -> Endpoint:
             self._routes.append((method, path, endpoint, options))
             return endpoint
@@ -66,16 +68,16 @@ class Routes:
         return register
 
     def get(self, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
-        return self._method("GET", path, **options)
+        return self.route("GET", path, **options)
 
     def put(self, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
-        return self._method("PUT", path, **options)
+        return self.route("PUT", path, **options)
 
     def post(self, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
-        return self._method("POST", path, **options)
+        return self.route("POST", path, **options)
 
     def delete(self, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
-        return self._method("DELETE", path, **options)
+        return self.route("DELETE", path, **options)
 
     def install(self, app: FastAPI) -> None:
         """Serve the routes on ``app``'s own router (not an included router, whose extra

@@ -6,7 +6,8 @@ back as the ETag, and ctxstore's errors become problems (ctxstore.http.app).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Protocol, TypeVar
 
 import pydantic_core
 from fastapi import Header, Path, Query, Request
@@ -30,7 +31,7 @@ from ctxstore.http.conditions import (
 from ctxstore.http.docs import BODY, problems, read_responses, write_responses
 from ctxstore.http.middleware import PRINCIPAL_KEY
 from ctxstore.http.problems import MALFORMED, NOT_FOUND, Problem, etag
-from ctxstore.http.registry import Routes
+from ctxstore.http.registry import Endpoint, Routes
 from ctxstore.http.schemas import (
     ContextRequest,
     ContextResponse,
@@ -42,7 +43,7 @@ from ctxstore.http.schemas import (
     Written,
 )
 from ctxstore.http.security import guarded
-from ctxstore.models import ConsultationState, UserProfile
+from ctxstore.models import ConsultationState, UserProfile, Versioned
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
@@ -109,7 +110,46 @@ register_url_convertor("ctxstore_id", _AnyText())
 
 JSON = "application/json"
 SESSION = "/v1/sessions/{session_id:ctxstore_id}"
+PROFILE = "/v1/users/{user_id:ctxstore_id}/profile"
 router = Routes()
+_DocumentT = TypeVar("_DocumentT", ConsultationState, UserProfile)
+_Saved_contra = TypeVar("_Saved_contra", contravariant=True)
+
+
+def _reads(
+    path: str, operation_id: str, summary: str, model: type[Any]
+) -> Callable[[Endpoint], Endpoint]:
+    """A GET of a versioned resource: its ETag, 304 and 412 documented, the read scope."""
+    return router.get(
+        path,
+        operation_id=operation_id,
+        summary=summary,
+        response_model=model,
+        responses=read_responses(),
+        openapi_extra=guarded("read"),
+    )
+
+
+def _writes(
+    method: str,
+    path: str,
+    operation_id: str,
+    summary: str,
+    body: type[BaseModel],
+    *extra: int,
+    model: type[BaseModel] = Written,
+) -> Callable[[Endpoint], Endpoint]:
+    """A conditional write of a JSON ``body``: 200 or 201 with the new ETag, the write
+    scope, and the ``extra`` problems it can answer besides a write's."""
+    return router.route(
+        method,
+        path,
+        operation_id=operation_id,
+        summary=summary,
+        response_model=model,
+        responses=write_responses(model, *extra),
+        **_with("write", body),
+    )
 
 
 def _with(scope: str, body: type[BaseModel]) -> dict[str, Any]:
@@ -141,8 +181,50 @@ async def _write_messages(request: Request) -> WriteMessages:
     return body
 
 
-def _not_modified(version: int) -> Response:
-    return Response(status_code=304, headers={"ETag": etag(version)})
+def _unchanged(version: int, if_match: str | None, if_none_match: str | None) -> Response | None:
+    """A read's preconditions on the current ``version``: 412 unless If-Match holds, the
+    304 answer when If-None-Match names it, None when the body is to be sent."""
+    check_match(if_match, version)
+    if not_modified(if_none_match, version):
+        return Response(status_code=304, headers={"ETag": etag(version)})
+    return None
+
+
+def _stored(
+    stored: Versioned[_DocumentT] | None,
+    missing: str,
+    if_match: str | None,
+    if_none_match: str | None,
+) -> Response:
+    """A GET of a stored document: 404 (``missing`` says why) when there is none."""
+    if stored is None:
+        raise Problem(NOT_FOUND, missing)
+    unchanged = _unchanged(stored.version, if_match, if_none_match)
+    return unchanged or _json(stored.value.document(), stored.version)
+
+
+class _Save(Protocol[_Saved_contra]):
+    """A store's save of a whole document, e.g. ``Store.save_state`` bound to a store."""
+
+    async def __call__(
+        self, owner: str, document: _Saved_contra, /, *, expected_version: int | None
+    ) -> int: ...
+
+
+async def _replace(
+    request: Request,
+    owner: str,
+    kind: type[_DocumentT],
+    save: _Save[_DocumentT],
+    if_match: str | None,
+    if_none_match: str | None,
+) -> Response:
+    """A PUT of a whole document of ``kind``, saved for ``owner`` (a session or a user)
+    under the request's preconditions."""
+    expected = write_expectation(if_match, if_none_match)
+    document = await parse(request, kind)
+    version = await save(owner, document, expected_version=expected)
+    return _written(version, version == 1)
 
 
 def _written(version: int, created: bool) -> Response:
@@ -152,13 +234,11 @@ def _written(version: int, created: bool) -> Response:
 # -- messages ---------------------------------------------------------------------------------
 
 
-@router.get(
+@_reads(
     SESSION + "/messages",
-    operation_id="get_messages",
-    summary="The session's messages, or the newest that fit a token budget",
-    response_model=MessagesOut,
-    responses=read_responses(),
-    openapi_extra=guarded("read"),
+    "get_messages",
+    "The session's messages, or the newest that fit a token budget",
+    MessagesOut,
 )
 async def get_messages(
     request: Request,
@@ -189,9 +269,6 @@ async def get_messages(
                 messages = await reader.span(0, total)
     if version == 0:
         raise SessionNotFoundError(session_id=session_id)
-    check_match(if_match, version)
-    if not_modified(if_none_match, version):
-        return _not_modified(version)
     body = {
         "session_id": session_id,
         "version": version,
@@ -200,16 +277,15 @@ async def get_messages(
         "token_count": tokens,
         "messages": messages,
     }
-    return _json(body, version)
+    return _unchanged(version, if_match, if_none_match) or _json(body, version)
 
 
-@router.put(
+@_writes(
+    "PUT",
     SESSION + "/messages",
-    operation_id="put_messages",
-    summary="Replace the session's messages (creating the session)",
-    response_model=Written,
-    responses=write_responses(Written),
-    **_with("write", WriteMessages),
+    "put_messages",
+    "Replace the session's messages (creating the session)",
+    WriteMessages,
 )
 async def put_messages(
     request: Request,
@@ -230,13 +306,12 @@ async def put_messages(
     return _written(version, version == 1 and expected in (None, NEW_SESSION))
 
 
-@router.post(
+@_writes(
+    "POST",
     SESSION + "/messages",
-    operation_id="append_messages",
-    summary="Append messages after the stored ones (creating the session)",
-    response_model=Written,
-    responses=write_responses(Written),
-    **_with("write", WriteMessages),
+    "append_messages",
+    "Append messages after the stored ones (creating the session)",
+    WriteMessages,
 )
 async def append_messages(
     request: Request,
@@ -293,14 +368,7 @@ async def delete_session(request: Request, session_id: SessionId) -> Response:
 # -- summary ----------------------------------------------------------------------------------
 
 
-@router.get(
-    SESSION + "/summary",
-    operation_id="get_summary",
-    summary="The session's latest summary",
-    response_model=SummaryOut,
-    responses=read_responses(),
-    openapi_extra=guarded("read"),
-)
+@_reads(SESSION + "/summary", "get_summary", "The session's latest summary", SummaryOut)
 async def get_summary(
     request: Request,
     session_id: SessionId,
@@ -310,19 +378,18 @@ async def get_summary(
     summary = await _store(request).load_summary(session_id)
     if summary is None:
         raise Problem(NOT_FOUND, "the session has no summary (or does not exist)")
-    check_match(if_match, summary.summary_version)
-    if not_modified(if_none_match, summary.summary_version):
-        return _not_modified(summary.summary_version)
-    return _json(summary, summary.summary_version)
+    version = summary.summary_version
+    return _unchanged(version, if_match, if_none_match) or _json(summary, version)
 
 
-@router.put(
+@_writes(
+    "PUT",
     SESSION + "/summary",
-    operation_id="put_summary",
-    summary="Store the session's next summary version",
-    response_model=SummaryOut,
-    responses=write_responses(SummaryOut, 404),
-    **_with("write", SummaryIn),
+    "put_summary",
+    "Store the session's next summary version",
+    SummaryIn,
+    404,
+    model=SummaryOut,
 )
 async def put_summary(
     request: Request,
@@ -346,14 +413,7 @@ async def put_summary(
 # -- consultation state -------------------------------------------------------------------------
 
 
-@router.get(
-    SESSION + "/state",
-    operation_id="get_state",
-    summary="The session's consultation state",
-    response_model=ConsultationState,
-    responses=read_responses(),
-    openapi_extra=guarded("read"),
-)
+@_reads(SESSION + "/state", "get_state", "The session's consultation state", ConsultationState)
 async def get_state(
     request: Request,
     session_id: SessionId,
@@ -361,21 +421,17 @@ async def get_state(
     if_match: IfMatchRead = None,
 ) -> Response:
     stored = await _store(request).load_state(session_id)
-    if stored is None:
-        raise Problem(NOT_FOUND, "the session has no consultation state (or does not exist)")
-    check_match(if_match, stored.version)
-    if not_modified(if_none_match, stored.version):
-        return _not_modified(stored.version)
-    return _json(stored.value.document(), stored.version)
+    missing = "the session has no consultation state (or does not exist)"
+    return _stored(stored, missing, if_match, if_none_match)
 
 
-@router.put(
+@_writes(
+    "PUT",
     SESSION + "/state",
-    operation_id="put_state",
-    summary="Replace the session's consultation state (the session must exist)",
-    response_model=Written,
-    responses=write_responses(Written, 404),
-    **_with("write", ConsultationState),
+    "put_state",
+    "Replace the session's consultation state (the session must exist)",
+    ConsultationState,
+    404,
 )
 async def put_state(
     request: Request,
@@ -383,10 +439,8 @@ async def put_state(
     if_match: IfMatch = None,
     if_none_match: IfNoneMatchWrite = None,
 ) -> Response:
-    expected = write_expectation(if_match, if_none_match)
-    state = await parse(request, ConsultationState)
-    version = await _store(request).save_state(session_id, state, expected_version=expected)
-    return _written(version, version == 1)
+    save = _store(request).save_state
+    return await _replace(request, session_id, ConsultationState, save, if_match, if_none_match)
 
 
 # -- context ------------------------------------------------------------------------------------
@@ -444,14 +498,7 @@ def _builder_for(request: Request, counter: TokenCounter) -> ContextBuilder:
 # -- user profiles ------------------------------------------------------------------------------
 
 
-@router.get(
-    "/v1/users/{user_id:ctxstore_id}/profile",
-    operation_id="get_profile",
-    summary="The user's profile",
-    response_model=UserProfile,
-    responses=read_responses(),
-    openapi_extra=guarded("read"),
-)
+@_reads(PROFILE, "get_profile", "The user's profile", UserProfile)
 async def get_profile(
     request: Request,
     user_id: UserId,
@@ -459,29 +506,15 @@ async def get_profile(
     if_match: IfMatchRead = None,
 ) -> Response:
     stored = await _store(request).load_profile(user_id)
-    if stored is None:
-        raise Problem(NOT_FOUND, "the user has no profile")
-    check_match(if_match, stored.version)
-    if not_modified(if_none_match, stored.version):
-        return _not_modified(stored.version)
-    return _json(stored.value.document(), stored.version)
+    return _stored(stored, "the user has no profile", if_match, if_none_match)
 
 
-@router.put(
-    "/v1/users/{user_id:ctxstore_id}/profile",
-    operation_id="put_profile",
-    summary="Replace the user's profile",
-    response_model=Written,
-    responses=write_responses(Written),
-    **_with("write", UserProfile),
-)
+@_writes("PUT", PROFILE, "put_profile", "Replace the user's profile", UserProfile)
 async def put_profile(
     request: Request,
     user_id: UserId,
     if_match: IfMatch = None,
     if_none_match: IfNoneMatchWrite = None,
 ) -> Response:
-    expected = write_expectation(if_match, if_none_match)
-    profile = await parse(request, UserProfile)
-    version = await _store(request).save_profile(user_id, profile, expected_version=expected)
-    return _written(version, version == 1)
+    save = _store(request).save_profile
+    return await _replace(request, user_id, UserProfile, save, if_match, if_none_match)
