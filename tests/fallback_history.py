@@ -424,6 +424,20 @@ async def until_healthy(log_path: Path, patience: float) -> float | None:
     return None
 
 
+#: Seconds the clients may take, after the faults, to reach ``min_acked``: far more than a
+#: healthy worker needs at any load (it acknowledges several calls a second).
+ACKED_PATIENCE = 180.0
+
+
+async def until_acked(log_path: Path, count: int) -> None:
+    """Return once the log holds ``count`` acknowledged calls (or ACKED_PATIENCE passed)."""
+    started = time.monotonic()
+    while time.monotonic() - started < ACKED_PATIENCE:
+        if sum(op.status == "ok" for op in read_log(log_path).ops) >= count:
+            return
+        await asyncio.sleep(0.5)
+
+
 def hung_call(log: Log, record: dict[str, Any]) -> str:
     op = next(op for op in log.ops if op.op == record["op"])
     ended = f"ended {op.status}" + (f" ({op.error})" if op.error else "")
@@ -450,13 +464,17 @@ async def run_history(
     redis_kills: int = 0,
     journal_loss: str = "accept",
     calm: float = 0.0,
+    min_acked: int = 0,
 ) -> HistoryResult:
     """Run the workload against the migrated database at ``database_url``, then check it.
 
     ``redis``: a redis-server of the run's own (at ``redis_url``), SIGKILLed ``redis_kills``
     times inside outages; ``journal_loss`` as FallbackStorage takes it.  ``calm``: after
     the faults, the primary stays up and the clients go on for up to this many seconds,
-    until the worker reports itself healthy (``HistoryResult.healthy_after``)."""
+    until the worker reports itself healthy (``HistoryResult.healthy_after``).
+    ``min_acked``: then, with the primary still up, the clients go on until that many calls
+    were acknowledged in all (a loaded machine acknowledges fewer in the faults' time),
+    ACKED_PATIENCE seconds at most."""
     from tests.conftest import drop_keys  # noqa: PLC0415
 
     seed = random.randrange(2**31) if seed is None else seed
@@ -491,6 +509,7 @@ async def run_history(
         faults, problems = await inflict(worker, proxy, events, rng, LogFile(log_path), tick, redis)
         proxy.forward()
         healthy_after = await until_healthy(log_path, calm) if calm else None
+        await until_acked(log_path, min_acked)
         elapsed = time.monotonic() - started
         if tick is not None:
             tick(elapsed)

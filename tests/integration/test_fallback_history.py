@@ -141,10 +141,11 @@ def test_the_schedule_has_the_outages_and_kills_asked_for() -> None:
     assert max(events)[0] < 30.0
 
 
-#: The most seconds of calm after the faults.  Whether the worker gets a whole journal
-#: replayed between two outages of the schedule depends on the machine's load (0 of 12
-#: outages, once, with three suites beside); with the primary up for good it must.
-CALM = 30.0
+#: The most seconds of calm after the faults (it ends once the worker is healthy).
+#: Whether the worker gets a whole journal replayed between two outages of the schedule
+#: depends on the machine's load (0 of 12 outages, once, with three suites beside); with
+#: the primary up for good it must.
+CALM = 120.0
 
 
 @pytest.mark.slow
@@ -162,7 +163,7 @@ async def test_30_seconds_of_outages_and_crashes_leave_a_valid_history(
     database_url: URL, redis_url: str, pause: float
 ) -> None:
     result = await run_history(
-        database_url, redis_url, duration=30.0, clients=8, pause=pause, calm=CALM
+        database_url, redis_url, duration=30.0, clients=8, pause=pause, calm=CALM, min_acked=201
     )
     print()
     for name, value in result.figures():
@@ -220,6 +221,9 @@ async def test_redis_killed_in_outages_loses_no_acknowledged_write(
             redis=redis,
             redis_kills=4,
             journal_loss="refuse",
+            # Enough acknowledged work for the history to mean something, however loaded
+            # the machine: a journal that refuses acknowledges nothing during outages.
+            min_acked=101 if durable else 41,
         )
     print()
     for name, value in result.figures():
@@ -234,7 +238,4 @@ async def test_redis_killed_in_outages_loses_no_acknowledged_write(
         assert stats["journaled"] > 0 and stats["refused"] == 0
     else:
         assert stats["refused"] > 0 and stats["journaled"] == 0
-    # Enough acknowledged work for the history to mean something. A journal that refuses
-    # acknowledges nothing during outages (a third of the run, more on a loaded machine:
-    # 84 in one CI run beside the other slow tests), so its floor is lower.
-    assert result.ops["ok"] > (100 if durable else 40)
+    assert result.ops["ok"] > (100 if durable else 40)  # reached after the faults if not before

@@ -313,6 +313,17 @@ def worker_process(url: URL, log: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+def says_it_runs(process: subprocess.Popen[str]) -> None:
+    """Read the worker's stderr up to the line it prints once its signal handlers are set."""
+    assert process.stderr is not None
+    read: list[str] = []
+    while line := process.stderr.readline():
+        if "summarize-worker: running" in line:
+            return
+        read.append(line)
+    raise AssertionError(f"the worker ended before it ran: {''.join(read)}")
+
+
 def cli(url: URL, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CTXSTORE_DATABASE_URL": url.render_as_string(hide_password=False)}
     return subprocess.run(
@@ -336,14 +347,15 @@ async def test_four_worker_processes_make_one_call_per_trigger_and_stop_on_sigte
         await storage.save(f"s{n}", history(30))
     processes = [worker_process(database_url, log) for _ in range(4)]
     try:
-        await asyncio.sleep(2.0)  # the workers are up and polling
+        for process in processes:  # its SIGTERM handler is set once it says it runs
+            await asyncio.wait_for(asyncio.to_thread(says_it_runs, process), 120)
         queue = SummaryQueue(storage)
         strategy = SummarizeInBackground(queue, KEEP, TRIGGER)
         for _ in range(3):  # every session's trigger passes three times
             await asyncio.gather(
                 *(strategy.window(storage, f"s{n}", storage.token_counter) for n in range(6))
             )
-        for _ in range(200):
+        for _ in range(1200):  # the jobs are done in seconds; a loaded machine takes longer
             if not await job_rows(storage):
                 break
             await asyncio.sleep(0.1)
