@@ -66,6 +66,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import operator
 import os
 import random
 import re
@@ -87,7 +88,7 @@ from sqlalchemy import URL
 
 from benchmarks.common import bench_server, table
 from ctxstore import Message, PostgresStorage
-from ctxstore.db.engine import EngineSettings
+from ctxstore.db.engine import EngineSettings, normalize_url
 from ctxstore.models import MESSAGE_FORMAT
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.statement import Statement
@@ -887,7 +888,7 @@ def report(contenders: list[Contender], plan: Plan) -> tuple[str, dict[str, Any]
     langchain = next(c for c in contenders if isinstance(c, Langchain))
     lc_cpu = per_run(langchain, runs, rounds, "cpu_us")
     figures: dict[str, Any] = {}
-    lines = []
+    lines: list[tuple[str, ...]] = []
     for contender in contenders:
         cpu = per_run(contender, runs, rounds, "cpu_us")
         ratios = [c / lc for c, lc in zip(cpu, lc_cpu, strict=True)]
@@ -947,7 +948,7 @@ def pairs_report(contenders: list[Contender], plan: Plan) -> tuple[str, dict[str
             statistics.median(cpu[more][key] - cpu[less][key] for key in cpu[more] if key[0] == run)
             for run in range(plan.runs)
         ]
-    lines = [(label, spread(values)) for label, values in found.items()]
+    lines: list[tuple[str, ...]] = [(label, spread(values)) for label, values in found.items()]
     return table(lines, ("change: contender - contender", "backend CPU µs/turn")), found
 
 
@@ -1165,6 +1166,162 @@ async def run(server: URL, plan: Plan) -> dict[str, Any]:
         await scratch.drop()
 
 
+# -- the client's side: instructions (callgrind) and CPU, one contender a process -----------------
+
+#: The contenders of ``--client``, each driven in a process of its own.
+DRIVEN = ("library", "replay", "floor", "langchain")
+#: Turns each driver sends before it measures.
+WARM = 3
+_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+def drive(which: str, server_dsn: str, database: str, count: int) -> None:
+    """``count`` turns of ``which`` on session 0 of ``database`` (a fresh copy: the
+    session holds SEEDED messages), after its context read and WARM turns (not
+    measured), everything a turn needs built before.  Prints the loop's client CPU
+    (process_time), backend CPU and wall time a turn, as JSON.  The loop runs inside
+    ``operator.call`` (its C function ``_operator_call``, called nowhere else), so
+    callgrind counts it alone: ``--collect-atstart=no --toggle-collect=_operator_call``."""
+    server = normalize_url(server_dsn)
+    session = session_id(0)
+    every = conversation(0, SEEDED // 2 + WARM + count)[SEEDED // 2 :]
+    batch = Batch(session, 0, every, [])
+    contender: Contender
+    if which == "library":
+        contender = Library(which, database)
+        ours = [turn.messages() for turn in every]
+    elif which == "langchain":
+        contender = Langchain(which, database)
+        theirs = [turn.langchain() for turn in every]
+    else:
+        contender = (Replay if which == "replay" else Floor)(which, database)
+        batch.values = append_values(PostgresStorage.from_url(server), session, every)
+
+    async def turns(first: int, end: int) -> None:
+        if isinstance(contender, Library):
+            append = contender.storage.append
+            for index in range(first, end):
+                await append(session, ours[index])
+        elif isinstance(contender, Langchain):
+            add = contender.current.aadd_messages
+            for index in range(first, end):
+                await add(theirs[index])
+        else:
+            for index in range(first, end):
+                await contender.turn(batch, index)
+
+    async def before() -> list[int]:
+        await contender.open(server)
+        await contender.before(batch)
+        await turns(0, WARM)  # first uses (the tokenizer's tables, prepared statements)
+        assert contender.pids is not None
+        return list(contender.pids())
+
+    loop = asyncio.new_event_loop()
+    try:
+        pids = loop.run_until_complete(before())
+        cpu = cpu_of(pids)
+        client, started = time.process_time(), time.perf_counter()
+        operator.call(loop.run_until_complete, turns(WARM, WARM + count))
+        client, wall = time.process_time() - client, time.perf_counter() - started
+        backend = sum(ns - cpu.get(pid, 0) for pid, ns in cpu_of(pids).items())
+        loop.run_until_complete(contender.close())
+    finally:
+        loop.close()
+    figures = {"client_us": client * 1e6, "backend_us": backend / 1000, "wall_us": wall * 1e6}
+    print(json.dumps({key: value / count for key, value in figures.items()}))
+
+
+def driven(which: str, server: URL, database: str, count: int, grind: bool) -> Any:
+    """One driver process (under callgrind with ``grind``): the instructions of its loop
+    a turn, or its figures a turn."""
+    command = [sys.executable, "-m", "benchmarks.bench_append_costs", "--drive", which,
+               dsn(server), database, str(count)]  # fmt: skip
+    if grind:
+        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                   "--collect-atstart=no", "--toggle-collect=_operator_call", *command]  # fmt: skip
+    environment = {**os.environ, "PYTHONHASHSEED": "0"}
+    ran = subprocess.run(
+        command, capture_output=True, text=True, env=environment, timeout=3600, check=False
+    )
+    found = _REFS.search(ran.stderr) if grind else None
+    if ran.returncode != 0 or (grind and found is None):
+        raise SystemExit(f"the {which} driver failed:\n{ran.stdout}\n{ran.stderr[-3000:]}")
+    if found is not None:
+        return int(found.group(1).replace(",", "")) / count
+    return json.loads(ran.stdout.strip().splitlines()[-1])
+
+
+async def client_costs(server: URL, grind: int, repeats: int, turns: int) -> None:
+    """Client instructions a turn (callgrind, ``grind`` turns counted after the warm-up)
+    and, without valgrind, client CPU, backend CPU and wall time a turn (``repeats`` runs
+    of ``turns`` turns each, interleaved, medians), each contender on a fresh copy of its
+    database."""
+    scratch = Scratch(server, f"ctxstore_ccost_{uuid.uuid4().hex[:6]}")
+    try:
+        today, langchain = await seed(scratch, 1)
+        bases = {"library": today, "replay": today, "langchain": langchain}
+        bases["floor"] = await floor_database(scratch, today)
+        copies = 0
+
+        async def fresh(which: str) -> str:
+            nonlocal copies
+            copies += 1
+            return await scratch.create(scratch.name(f"c{copies}"), template=bases[which])
+
+        instructions: dict[str, float] = {}
+        if shutil.which("valgrind") is None:
+            print("valgrind not found: no instruction counts")
+        else:
+            for which in DRIVEN:
+                database = await fresh(which)
+                instructions[which] = await asyncio.to_thread(
+                    driven, which, server, database, grind, True
+                )
+                print(f"  {which}: {instructions[which] / 1000:,.0f}k instructions a turn")
+        samples: dict[str, list[dict[str, float]]] = {which: [] for which in DRIVEN}
+        for _ in range(repeats):
+            for which in random.sample(DRIVEN, len(DRIVEN)):
+                database = await fresh(which)
+                samples[which].append(
+                    await asyncio.to_thread(driven, which, server, database, turns, False)
+                )
+        await scratch.drop()
+        scratch.made.clear()
+    finally:
+        await scratch.drop()
+
+    def median(which: str, key: str) -> float:
+        return statistics.median(sample[key] for sample in samples[which])
+
+    def cpu(which: str) -> float:
+        return median(which, "client_us") + median(which, "backend_us")
+
+    lines: list[tuple[str, ...]] = []
+    for which in DRIVEN:
+        refs = instructions.get(which)
+        lines.append(
+            (
+                which,
+                f"{refs / 1000:,.0f}k" if refs is not None else "-",
+                f"{refs / instructions['langchain']:.2f}x" if refs is not None else "-",
+                f"{median(which, 'client_us'):,.0f}",
+                f"{median(which, 'backend_us'):,.0f}",
+                f"{cpu(which):,.0f}",
+                f"{cpu(which) / cpu('langchain'):.2f}x",
+                f"{median(which, 'wall_us'):,.0f}",
+                f"{median(which, 'wall_us') / median('langchain', 'wall_us'):.2f}x",
+            )
+        )
+    print(
+        f"\na turn (2 messages onto a session of {SEEDED}): client instructions "
+        f"(callgrind, {grind} turns); CPU and wall: medians of {repeats} runs of {turns} turns"
+    )
+    header = ("contender", "client instr", "/ langchain", "client CPU µs", "backend CPU µs",
+              "CPU sum µs", "/ langchain", "wall µs", "/ langchain")  # fmt: skip
+    print(table(lines, header))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -1172,7 +1329,18 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=25, help="turns per batch")
     parser.add_argument("--warmup", type=int, default=5, help="turns of the warm-up batch")
     parser.add_argument("--json", type=Path, help="also write the figures there")
+    parser.add_argument(
+        "--client", action="store_true",
+        help="instead: client instructions (callgrind) and client+backend CPU of a turn",
+    )  # fmt: skip
+    parser.add_argument("--grind", type=int, default=50, help="--client: turns under callgrind")
+    parser.add_argument("--repeats", type=int, default=5, help="--client: timed runs each")
+    parser.add_argument("--client-turns", type=int, default=300, help="--client: turns a run")
     args = parser.parse_args()
+    if args.client:
+        with bench_server() as server:
+            asyncio.run(client_costs(server, args.grind, args.repeats, args.client_turns))
+        return
     plan = Plan(args.runs, args.rounds, args.turns, args.warmup)
     with bench_server() as server:
         found = asyncio.run(run(server, plan))
@@ -1181,4 +1349,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--drive"]:
+        which, server_dsn, database, count = sys.argv[2:6]
+        drive(which, server_dsn, database, int(count))
+    else:
+        main()

@@ -21,7 +21,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
-from ctxstore.encodings import Encoder, encoding_for_model, load_encoding
+from ctxstore.encodings import BUNDLED, Encoder, encoding_for_model, load_encoding
 from ctxstore.jsontext import compact_json
 from ctxstore.models import Message
 from ctxstore.timestamps import go_timestamp
@@ -116,11 +116,21 @@ class TokenCounter:
         return _first_element_saving(self.encoding_name)
 
     def message_cost(self, message: Message) -> int | None:
-        """A message's whole cost, or None when it needs the session's fill."""
-        if message.turn_id is None or message.timestamp is None:
+        """A message's whole cost, or None when it needs the session's fill.
+
+        Counted in three parts, cut where a key's word begins (see ``untimed_cost``): the
+        head (cached by role), the content (the one part encoded every time) and the
+        envelope, its turn id and time, counted once per shape (``_envelope``)."""
+        fields = message.__dict__
+        stamp = fields["timestamp"]
+        if fields["turn_id"] is None or stamp is None:
             return None
-        tail = _timestamp_tail(go_timestamp(message.timestamp))
-        return _head(self, message.role) + self.count(_body(message) + tail)
+        envelope = _turn_part(fields["turn_id"]) + _timestamp_tail(go_timestamp(stamp))
+        return (
+            _head(self, fields["role"])
+            + self.count(_content_part(fields["content"]))
+            + _envelope(self, envelope)
+        )
 
     @cached_property
     def untimed_label(self) -> str:
@@ -150,11 +160,17 @@ class TokenCounter:
         pre-tokens), so the element costs exactly this plus ``fill_cost(fill)``.
 
         By the same rule (``split_before_key``) the count is cut before the ``content``
-        key: the element's head, the role's part, is counted once per role and encoding;
-        the rest, one tiktoken call a message.  A subclass's ``count`` must add up across
-        these cuts as tiktoken's does.
+        and ``turn_id`` keys: the element's head, the role's part, is counted once per role
+        and encoding; the content, one tiktoken call a message; the turn id's part once per
+        shape (``_envelope``).  A subclass's ``count`` must add up across these cuts as
+        tiktoken's does.
         """
-        return _head(self, message.role) + self.count(_body(message))
+        fields = message.__dict__
+        return (
+            _head(self, fields["role"])
+            + self.count(_content_part(fields["content"]))
+            + _envelope(self, _turn_part(fields["turn_id"]))
+        )
 
     def fill_cost(self, fill_text: str) -> int:
         """The rest of an untimed message's cost: its timestamp key and the fill's text."""
@@ -178,10 +194,56 @@ def _head_cost(counter: TokenCounter, role: str) -> int:
 def _body(message: Message) -> str:
     """An element from its ``content`` key to its ``timestamp`` key."""
     fields = message.__dict__
-    return (
-        'content":' + compact_json(fields["content"])
-        + ',"turn_id":' + compact_json(fields["turn_id"] or "") + ',"'
-    )  # fmt: skip
+    return _content_part(fields["content"]) + _turn_part(fields["turn_id"])
+
+
+def _content_part(content: str) -> str:
+    """An element from its ``content`` key to its ``turn_id`` key."""
+    return 'content":' + compact_json(content) + ',"'
+
+
+def _turn_part(turn_id: str | None) -> str:
+    """An element from its ``turn_id`` key to its ``timestamp`` key."""
+    return 'turn_id":' + compact_json(turn_id or "") + ',"'
+
+
+#: ASCII digits, each to "0", in UTF-8 (whose other characters' bytes are never ASCII):
+#: a text's shape (``_envelope``).
+_ZEROED = bytes.maketrans(b"123456789", b"000000000")
+#: Envelope shapes kept per process (a turn's two messages share one; times and turn ids
+#: of one format share a few): past this, the cache starts again.
+_SHAPES_KEPT = 4096
+_shape_counts: dict[tuple[str, bytes], int] = {}
+
+
+def _envelope(counter: TokenCounter, text: str) -> int:
+    """``counter.count(text)`` for a turn id's and a time's part of an element, counted
+    once per shape (the text with every ASCII digit a "0") where that is exact: with
+    tiktoken's own counting (no subclass) and an encoding whose pattern cuts digits into
+    pieces of one to three, every such piece a single token (``_digits_are_tokens``), a
+    digit never changes how a text is cut, nor what its piece costs.  Else counted."""
+    if type(counter) is not TokenCounter or not _digits_are_tokens(counter.encoding_name):
+        return counter.count(text)
+    shape = text.encode("utf-8", "surrogatepass").translate(_ZEROED)
+    key = (counter.encoding_name, shape)
+    found = _shape_counts.get(key)
+    if found is None:
+        if len(_shape_counts) >= _SHAPES_KEPT:
+            _shape_counts.clear()
+        found = _shape_counts[key] = counter.count(shape.decode("utf-8", "surrogatepass"))
+    return found
+
+
+@lru_cache(maxsize=8)
+def _digits_are_tokens(encoding_name: str) -> bool:
+    r"""Whether the encoding is one ctxstore ships, built with its pattern (which cuts digits
+    into ``\p{N}{1,3}`` pieces, no other piece holding a digit, every class treating the
+    ten digits alike), and has a token for every string of one to three ASCII digits."""
+    if encoding_name not in BUNDLED:
+        return False
+    encoder = load_encoding(encoding_name)
+    digits = [str(number).zfill(width) for width in (1, 2, 3) for number in range(10**width)]
+    return all(len(encoder.encode_ordinary(text)) == 1 for text in digits)
 
 
 def _timestamp_tail(text: str) -> str:

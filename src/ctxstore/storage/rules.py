@@ -147,7 +147,9 @@ def coerce_messages(
     ``trusted``: the first ``trusted`` items are messages the backend knows it stored (the
     very same objects, see SessionKnowledge.stored_prefix); they were checked when written.
     """
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+    if type(messages) is not list and (
+        isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence)
+    ):
         raise InvalidMessageError(
             f"messages must be a list of Message, not {type(messages).__name__}"
         )
@@ -235,6 +237,9 @@ def _check_metadata(metadata: object, position: int, limits: Limits) -> None:
         )
 
 
+_MINUTE = timedelta(minutes=1)
+
+
 def _check_timestamp(stamp: object, position: int) -> None:
     if stamp is None:
         return
@@ -245,10 +250,12 @@ def _check_timestamp(stamp: object, position: int) -> None:
         raise InvalidMessageError("timestamp must be timezone-aware", position=position)
     # RFC 3339 (what Go and every JSON peer read and write) has whole-minute offsets: one
     # with seconds could be stored here, but not carried to them unaltered.
-    if offset % timedelta(minutes=1):
+    if offset % _MINUTE:
         raise InvalidMessageError(
             "timestamp's UTC offset must be a whole number of minutes", position=position
         )
+    if 1 < stamp.year < 9999:
+        return  # an offset is less than a day: only the first and last years can overflow
     try:
         stamp.astimezone(UTC)
     except OverflowError as error:
