@@ -6,7 +6,9 @@ validation, versions or problems).  wrk (Debian's ``wrk``) drives each in turn,
 interleaved, ``ROUNDS`` rounds, the median round kept:
 
 - append a turn (two messages, to 64 sessions per connection group) at 1, 8 and 32
-  connections: throughput, and p50 latency;
+  connections: throughput, and p50 latency; twice: today's body, and the Go service's
+  own turn (a 28-character CJK question and its answer, turn ids, Go's nanosecond
+  ``+08:00`` times), against the floor and against a floor appending in one statement;
 - build a context (ctxstore: the Context Contract within 2,000 tokens; the floor: read
   the same window, as many of the newest rows as ctxstore's contract includes, and count
   their tokens) of a session of a few hundred messages at 8 connections.
@@ -49,6 +51,32 @@ TURN = {
         },
     ]
 }
+#: The Go service's turn, as its client sends it (issue 48): time.Time marshalled by Go.
+GO_TURN = {
+    "messages": [
+        {
+            "role": "user",
+            "content": "医生您好，我最近三天右膝盖一直隐隐作痛，上下楼梯时尤其明显。",
+            "turn_id": "turn-7f3c9a2e41b84d0c",
+            "timestamp": "2026-12-05T18:31:10.123456789+08:00",
+        },
+        {
+            "role": "assistant",
+            "content": "了解。疼痛是在膝盖前方还是内侧？有没有肿胀、发热，或者受过外伤？",
+            "turn_id": "turn-7f3c9a2e41b84d0c",
+            "timestamp": "2026-12-05T18:31:12.987654321+08:00",
+        },
+    ]
+}
+#: (contender, body, its app, what the floor's URL adds) for each append measured.
+APPENDS = (
+    ("ctxstore", "today", ""),
+    ("floor", "today", ""),
+    ("ctxstore", "go", ""),
+    ("floor", "go", ""),
+    ("floor", "go", "?one=1"),
+)
+BODIES = {"today": TURN, "go": GO_TURN}
 CONTEXT = {"turn_id": "t9", "user_message": "还是有点疼", "token_budget": 2000}
 LUA = """
 local counter = 0
@@ -154,14 +182,16 @@ def main() -> None:
             for number in range(ROUNDS):
                 print(f"round {number + 1}/{ROUNDS}", flush=True)
                 for connections in (1, 8, 32):
-                    for name, port in apps.items():
-                        prefix = f"/v1/sessions/r{number}-c{connections}-"
-                        lua = script(folder, "append", token, TURN, prefix, "/messages")
-                        results.setdefault((name, "append", connections), []).append(
-                            wrk(port, connections, lua)
+                    for name, body, query in APPENDS:
+                        prefix = f"/v1/sessions/r{number}-c{connections}-{body}{query[1:4]}-"
+                        lua = script(
+                            folder, "append", token, BODIES[body], prefix, "/messages" + query
+                        )
+                        results.setdefault((name + query, body, connections), []).append(
+                            wrk(apps[name], connections, lua)
                         )
                 # The sessions of the 8-connection append above: hundreds of messages each.
-                prefix = f"/v1/sessions/r{number}-c8-"
+                prefix = f"/v1/sessions/r{number}-c8-today-"
                 window = asyncio.run(included(ours.port, token, prefix + "0-0/context"))
                 windows.append(window)
                 for name, port in apps.items():
@@ -178,15 +208,23 @@ def main() -> None:
         return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
     rows: list[tuple[str, ...]] = []
-    for what, connections in (("append", 1), ("append", 8), ("append", 32), ("context", 8)):
-        ours_rate, ours_p50 = median("ctxstore", what, connections)
-        floor_rate, floor_p50 = median("floor", what, connections)
+    cases = [(body, "append", n) for body in BODIES for n in (1, 8, 32)] + [("", "context", 8)]
+    for body, what, connections in cases:
+        kind = body or what
+        ours_rate, ours_p50 = median("ctxstore", kind, connections)
+        floor_rate, floor_p50 = median("floor", kind, connections)
+        one = (
+            f"{ours_rate / median('floor?one=1', kind, connections)[0]:.2f}x"
+            if body == "go"
+            else ""
+        )
         rows.append(
             (
-                f"{what} x{connections}",
+                f"{what} {body} x{connections}".replace("  ", " "),
                 f"{ours_rate:.0f}/s",
                 f"{floor_rate:.0f}/s",
                 f"{ours_rate / floor_rate:.2f}x",
+                one,
                 f"{ours_p50:.2f} ms",
                 f"{floor_p50:.2f} ms",
                 f"{ours_p50 / floor_p50:.2f}x",
@@ -197,7 +235,16 @@ def main() -> None:
     print(
         table(
             rows,
-            ("", "ctxstore", "floor", "throughput", "ctxstore p50", "floor p50", "p50"),
+            (
+                "",
+                "ctxstore",
+                "floor",
+                "throughput",
+                "/ one statement",
+                "ctxstore p50",
+                "floor p50",
+                "p50",
+            ),
         )
     )
 

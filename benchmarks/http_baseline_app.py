@@ -1,8 +1,10 @@
 """The floor bench_http_wrk measures ctxstore serve against: a minimal Starlette app on
 asyncpg, under the same uvicorn, doing the same work with nothing else.
 
-- ``POST /v1/sessions/{id}/messages``: the body's two messages appended as two rows of
-  its own table, the session's counter bumped (one transaction, as ctxstore's append);
+- ``POST /v1/sessions/{id}/messages``: the body's messages appended as rows of its own
+  table (role, content, turn id and time as sent), the session's counter bumped (one
+  transaction of two statements, as ctxstore's append); ``?one=1``: both in one
+  statement, the floor of one round trip;
 - ``POST /v1/sessions/{id}/context?window=N``: the newest N rows of the session read
   and their tokens counted with tiktoken's cl100k_base (what a context build must at
   least do; N: as many messages as ctxstore's context of the session includes, 40 if
@@ -32,15 +34,28 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS baseline_sessions (id text PRIMARY KEY, count int NOT NULL);
 CREATE TABLE IF NOT EXISTS baseline_messages (
     session_id text NOT NULL, seq int NOT NULL, role text NOT NULL, content text NOT NULL,
-    PRIMARY KEY (session_id, seq));
+    turn_id text, ts text, PRIMARY KEY (session_id, seq));
 """
 APPEND_SESSION = """
 INSERT INTO baseline_sessions AS s (id, count) VALUES ($1, $2)
 ON CONFLICT (id) DO UPDATE SET count = s.count + $2 RETURNING count
 """
 APPEND_ROWS = """
-INSERT INTO baseline_messages (session_id, seq, role, content)
-SELECT $1, $2 + n, r, c FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS m(r, c, n)
+INSERT INTO baseline_messages (session_id, seq, role, content, turn_id, ts)
+SELECT $1, $2 + n, r, c, t, ts
+FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS m(r, c, t, ts, n)
+"""
+APPEND_IN_ONE = """
+WITH bumped AS (
+    INSERT INTO baseline_sessions AS s (id, count) VALUES ($1, $2)
+    ON CONFLICT (id) DO UPDATE SET count = s.count + $2 RETURNING count
+), added AS (
+    INSERT INTO baseline_messages (session_id, seq, role, content, turn_id, ts)
+    SELECT $1, bumped.count - $2 + n, r, c, t, ts
+    FROM bumped,
+         unnest($3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS m(r, c, t, ts, n)
+)
+SELECT count FROM bumped
 """
 WINDOW = """
 SELECT role, content FROM baseline_messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2
@@ -60,15 +75,20 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
 async def append(request: Request) -> Response:
     body = json.loads(await request.body())
     messages = body["messages"]
-    async with request.app.state.pool.acquire() as connection, connection.transaction():
-        count = await connection.fetchval(APPEND_SESSION, request.path_params["id"], len(messages))
-        await connection.execute(
-            APPEND_ROWS,
-            request.path_params["id"],
-            count - len(messages),
-            [m["role"] for m in messages],
-            [m["content"] for m in messages],
-        )
+    session, added = request.path_params["id"], len(messages)
+    columns = (
+        [m["role"] for m in messages],
+        [m["content"] for m in messages],
+        [m.get("turn_id") for m in messages],
+        [m.get("timestamp") for m in messages],
+    )
+    async with request.app.state.pool.acquire() as connection:
+        if request.query_params.get("one"):
+            count = await connection.fetchval(APPEND_IN_ONE, session, added, *columns)
+        else:
+            async with connection.transaction():
+                count = await connection.fetchval(APPEND_SESSION, session, added)
+                await connection.execute(APPEND_ROWS, session, count - added, *columns)
     return Response(json.dumps({"version": count}), media_type="application/json")
 
 
