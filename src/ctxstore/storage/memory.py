@@ -27,7 +27,7 @@ from ctxstore.models import (
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
 from ctxstore.storage.journal import MemoryJournal
-from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
+from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits, SummaryDraft
 from ctxstore.storage.snapshot import SessionCopy, SnapshotReader
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
@@ -182,12 +182,7 @@ class MemoryStorage(Store):
     # -- summaries --------------------------------------------------------------------------
 
     async def _save_summary(
-        self,
-        session_id: str,
-        text: str,
-        covers_until: int,
-        token_count: int | None,
-        expected: int | None,
+        self, session_id: str, draft: SummaryDraft, expected: int | None
     ) -> Summary:
         async with self._lock:
             entry = self._live(session_id)
@@ -196,22 +191,22 @@ class MemoryStorage(Store):
             if (
                 entry is None
                 or (expected is not None and expected != latest)
-                or (covers_until >= len(entry.messages))
+                or (draft.covers_until >= len(entry.messages))
             ):
                 rules.refuse_summary(
                     session_id,
                     message_count=count,
                     latest=latest,
-                    covers_until=covers_until,
+                    covers_until=draft.covers_until,
                     expected=expected,
                 )
                 raise AssertionError("refuse_summary raises")  # pragma: no cover
             summary = Summary(
                 summary_version=latest + 1,
-                text=text,
-                covers_until=covers_until,
+                text=draft.text,
+                covers_until=draft.covers_until,
                 created_at=_now(),
-                token_count=token_count,
+                token_count=draft.token_count,
             )
             entry.summaries.append(summary)
             return summary

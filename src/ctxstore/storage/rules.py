@@ -267,9 +267,20 @@ def _check_timestamp(stamp: object, position: int) -> None:
 # -- summaries and documents -----------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryDraft:
+    """A summary to store, checked: what a backend's ``_save_summary`` writes."""
+
+    text: str
+    #: The position of the last message the summary covers (-1: none).
+    covers_until: int
+    #: The caller's count of the text's tokens (None: not given).
+    token_count: int | None
+
+
 def check_summary(
     text: object, covers_until: object, token_count: object, limits: Limits = DEFAULT_LIMITS
-) -> str:
+) -> SummaryDraft:
     if not isinstance(text, str):
         raise InvalidInputError(f"summary text must be a string, not {type(text).__name__}")
     problem = text_problem(text)
@@ -283,7 +294,7 @@ def check_summary(
         raise InputTooLargeError(
             f"summary text is larger than the limit of {limits.max_summary_bytes} bytes"
         )
-    return text
+    return SummaryDraft(text, covers_until, token_count)
 
 
 def check_state(state: object, limits: Limits = DEFAULT_LIMITS) -> ConsultationState:

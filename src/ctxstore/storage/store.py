@@ -46,7 +46,7 @@ from ctxstore.storage.base import (
     Vacuumed,
 )
 from ctxstore.storage.journal import Journal, Operation, OperationKind
-from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
+from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, SummaryDraft
 from ctxstore.tokens import TokenCounter
 
 T = TypeVar("T")
@@ -213,19 +213,17 @@ class VersionedStorage(AsyncClosing, ABC):
         """Store the next summary version (``expected_version``: the latest one seen)."""
         rules.check_session_id(session_id, self.limits)
         expected = rules.check_expected_version(expected_version)
-        checked = rules.check_summary(text, covers_until, token_count, self.limits)
+        draft = rules.check_summary(text, covers_until, token_count, self.limits)
         return await self._call(
             SAVE_SUMMARY,
             session_id,
-            lambda store: store._save_summary(
-                session_id, checked, covers_until, token_count, expected
-            ),
+            lambda store: store._save_summary(session_id, draft, expected),
             lambda: Operation(
                 "summary",
                 session_id,
-                text=checked,
-                covers_until=covers_until,
-                token_count=token_count,
+                text=draft.text,
+                covers_until=draft.covers_until,
+                token_count=draft.token_count,
                 based_on=expected,
             ),
         )
@@ -508,12 +506,7 @@ class Store(VersionedStorage):
 
     @abstractmethod
     async def _save_summary(
-        self,
-        session_id: str,
-        text: str,
-        covers_until: int,
-        token_count: int | None,
-        expected: int | None,
+        self, session_id: str, draft: SummaryDraft, expected: int | None
     ) -> Summary:
         """Refusals go through rules.refuse_summary, so their order is the same everywhere."""
 

@@ -23,6 +23,7 @@ from ctxstore.models import SUMMARY_FORMAT, ConsultationState, Summary, UserProf
 from ctxstore.storage import rules
 from ctxstore.storage.postgres import rows, sql
 from ctxstore.storage.postgres.statement import Driver
+from ctxstore.storage.rules import SummaryDraft
 
 #: The locked tries of a sealed write without an expected version: only writers creating
 #: the same profile meanwhile can refuse one (the next try then locks the row they made).
@@ -66,9 +67,7 @@ def _session_lock(driver: Driver, session_id: str) -> Callable[[], Awaitable[Non
 async def insert_summary(
     driver: Driver,
     session_id: str,
-    text: str,
-    covers_until: int,
-    token_count: int | None,
+    draft: SummaryDraft,
     expected: int | None,
     key: DataKey | None = None,
 ) -> Summary:
@@ -76,11 +75,11 @@ async def insert_summary(
         row = await sql.INSERT_SUMMARY.fetchval(
             driver,
             sid=session_id,
-            covers_until=covers_until,
-            token_count=token_count,
+            covers_until=draft.covers_until,
+            token_count=draft.token_count,
             expected=base,
             format_version=SUMMARY_FORMAT,
-            **rows.summary_values(text, key, session_id, (base or 0) + 1),
+            **rows.summary_values(draft.text, key, session_id, (base or 0) + 1),
         )
         return row if row[0] is not None else None
 
@@ -92,7 +91,7 @@ async def insert_summary(
     row = await _versioned(driver, key is not None, expected, latest_version, write, lock)
     if row is None:
         facts = await sql.SUMMARY_FACTS.fetchrow(driver, sid=session_id)
-        if expected is None and _unexplained(facts, covers_until):
+        if expected is None and _unexplained(facts, draft.covers_until):
             # Refused, yet the session now takes it: a save shortened the session and an
             # append grew it again between the write and this read.  Without an expected
             # version that is no conflict: write again with the session locked, and read
@@ -115,7 +114,7 @@ async def insert_summary(
         session_id,
         message_count=facts["message_count"] if facts is not None else None,
         latest=latest,
-        covers_until=covers_until,
+        covers_until=draft.covers_until,
         expected=expected,
     )
     raise rules.stale_summary(session_id, latest, expected)  # moved on meanwhile

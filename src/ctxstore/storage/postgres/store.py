@@ -56,7 +56,7 @@ from ctxstore.storage.postgres.reader import PostgresSessionReader
 from ctxstore.storage.postgres.replica import WrittenMarks, head_of, recorded
 from ctxstore.storage.postgres.rewrite import write_back_messages
 from ctxstore.storage.postgres.statement import Driver
-from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits
+from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits, SummaryDraft
 from ctxstore.storage.store import Store
 from ctxstore.storage.write_ids import carried
 from ctxstore.tokens import TokenCounter
@@ -597,18 +597,11 @@ class PostgresStorage(Store):
     @recorded("summary")
     @resealed_if_key_destroyed
     async def _save_summary(
-        self,
-        session_id: str,
-        text: str,
-        covers_until: int,
-        token_count: int | None,
-        expected: int | None,
+        self, session_id: str, draft: SummaryDraft, expected: int | None
     ) -> Summary:
         key = await self._session_key(session_id, None)
         async with self._writing("save_summary", session_id, conflict_on_duplicate=True) as driver:
-            return await documents.insert_summary(
-                driver, session_id, text, covers_until, token_count, expected, key
-            )
+            return await documents.insert_summary(driver, session_id, draft, expected, key)
 
     async def _load_summary(self, session_id: str, summary_version: int | None) -> Summary | None:
         if summary_version is None:

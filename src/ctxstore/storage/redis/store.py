@@ -33,7 +33,7 @@ from ctxstore.storage.base import Backups, Erased
 from ctxstore.storage.redis import keys, scripts, values
 from ctxstore.storage.redis.errors import translated_redis
 from ctxstore.storage.redis.journal import RedisJournal
-from ctxstore.storage.rules import DEFAULT_LIMITS, Limits
+from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, SummaryDraft
 from ctxstore.storage.snapshot import SessionCopy, SnapshotReader
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
@@ -255,12 +255,7 @@ class RedisStorage(Store):
     # -- summaries ----------------------------------------------------------------------------
 
     async def _save_summary(
-        self,
-        session_id: str,
-        text: str,
-        covers_until: int,
-        token_count: int | None,
-        expected: int | None,
+        self, session_id: str, draft: SummaryDraft, expected: int | None
     ) -> Summary:
         created_at = datetime.now(UTC)
         with translated_redis("save summary"):
@@ -268,8 +263,8 @@ class RedisStorage(Store):
                 keys=self.session_keys(session_id),
                 args=[
                     scripts.expected_arg(expected),
-                    covers_until,
-                    values.summary_json(text, covers_until, created_at, token_count),
+                    draft.covers_until,
+                    values.summary_json(draft, created_at),
                 ],
             )
         status, version = int(reply[0]), int(reply[1])
@@ -281,16 +276,16 @@ class RedisStorage(Store):
                 session_id,
                 message_count=None if count < 0 else count,
                 latest=version,
-                covers_until=covers_until,
+                covers_until=draft.covers_until,
                 expected=expected,
             )
             raise AssertionError("refuse_summary raises")  # pragma: no cover
         return Summary(
             summary_version=version,
-            text=text,
-            covers_until=covers_until,
+            text=draft.text,
+            covers_until=draft.covers_until,
             created_at=created_at,
-            token_count=token_count,
+            token_count=draft.token_count,
         )
 
     async def _load_summary(self, session_id: str, summary_version: int | None) -> Summary | None:

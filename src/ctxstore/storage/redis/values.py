@@ -31,6 +31,7 @@ from ctxstore.models import (
     UserProfile,
     Versioned,
 )
+from ctxstore.storage.rules import SummaryDraft
 
 # -- writing -----------------------------------------------------------------------------------
 
@@ -44,17 +45,15 @@ def messages_json(messages: Sequence[Message], layout: GoLayout = GO_SERVICE) ->
     return dumps([layout.document(message, position) for position, message in enumerate(messages)])
 
 
-def summary_json(
-    text: str, covers_until: int, created_at: datetime, token_count: int | None
-) -> str:
+def summary_json(draft: SummaryDraft, created_at: datetime) -> str:
     """A summary as a JSON object, without the version the script gives it."""
     return dumps(
         {
             FORMAT_KEY: SUMMARY_FORMAT,
-            "text": text,
-            "covers_until": covers_until,
+            "text": draft.text,
+            "covers_until": draft.covers_until,
             "created_at": created_at.isoformat(),
-            "token_count": token_count,
+            "token_count": draft.token_count,
         }
     )
 
