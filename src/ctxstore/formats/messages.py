@@ -168,9 +168,10 @@ def rows_to_messages(
     """Map ``messages`` rows (starting with MESSAGE_COLUMN_ORDER) to Messages.
 
     Current-format rows are built inline: this loop runs once per stored message on
-    every load, so it avoids even a function call per row.  Anything else goes through
-    row_to_message and the upgrade mapper.  ``current``: how the rows spell the current
-    format (a read may send NULL for it, and the format only of the other rows: None).
+    every load, so it avoids every call per row but the time's.  Anything else goes
+    through row_to_message and the upgrade mapper.  ``current``: how the rows spell the
+    current format (a read may send NULL for it, and the format only of the other rows:
+    None).
     """
     result: list[Message] = []
     append = result.append
@@ -187,12 +188,8 @@ def rows_to_messages(
         _SET_EXTRA,
         _SET_PRIVATE,
     )
-    new_datetime, pickle_state, shifts, nano_type = _new_datetime, _pickle_state, _SHIFTS, _NANO
+    time_of = _Times().of
     end = _COLUMNS
-    # A run of messages at the very same stored time (instant, offset and nanoseconds)
-    # shares the one datetime made for the first of them.
-    last_stored: tuple[Any, Any, Any] = (None, 0, None)
-    last_stamp: Any = None
     for row in rows:
         (position, role, content, turn_id, stamp, offset, nanos, name, metadata, digest, fmt) = row[
             :end
@@ -201,35 +198,10 @@ def rows_to_messages(
             metadata = empty
         elif type(metadata) is not dict:
             fmt = careful
-        if fmt != current:
-            pass  # another format, or a row to look at closely: the careful path below
-        elif stamp is None:
-            if offset or nanos:  # a time's parts without the time
+        if fmt == current and (stamp is not None or offset or nanos):
+            stamp = time_of(stamp, offset, nanos)
+            if stamp is careful:
                 fmt = careful
-        elif stamp == last_stored[0] and offset == last_stored[1] and nanos == last_stored[2]:
-            stamp = last_stamp
-        elif stamp.tzinfo is None or (nanos and not 0 < nanos < 1000):
-            fmt = careful  # +-infinity, which asyncpg reads naive, or bad nanoseconds
-        elif not offset:
-            last_stored = (stamp, offset, nanos)
-            stamp = last_stamp = with_nanoseconds(stamp, nanos) if nanos else stamp
-        elif (found := shifts.get(offset)) is None:
-            fmt = careful  # an unusual offset, or a corrupt one
-        else:
-            # The UTC instant shifted, its wall-clock fields given the zone (a datetime's
-            # pickle state): half the cost of astimezone, the costliest part of a row.
-            try:
-                state = pickle_state(stamp + found[0])[1][0]
-            except (TypeError, OverflowError):  # not a time, or local time out of range
-                fmt = careful
-            else:
-                last_stored = (stamp, offset, nanos)
-                if nanos:  # with_nanoseconds, from the state at hand
-                    stamp = nano_type(state, found[1])
-                    stamp.nanosecond = nanos
-                else:
-                    stamp = new_datetime(state, found[1])
-                last_stamp = stamp
         if fmt != current:
             append(_careful(row[:end], current, session_id, position))
             continue
@@ -250,6 +222,53 @@ def rows_to_messages(
         set_private(message, {"_core_digest": digest})
         append(message)
     return result
+
+
+class _Times:
+    """A stored time (instant, offset, nanoseconds) as a message's datetime, for
+    rows_to_messages.  A run of rows at the very same stored time shares the one datetime
+    made for the first of them."""
+
+    __slots__ = ("_made", "_stored")
+
+    def __init__(self) -> None:
+        self._stored: tuple[Any, Any, Any] = (None, 0, None)
+        self._made: Any = None
+
+    def of(self, stamp: Any, offset: Any, nanos: Any) -> Any:
+        """The datetime, or _CAREFUL for a row to look at closely: a time's parts without
+        the time, +-infinity (which asyncpg reads naive), bad nanoseconds, an unusual or
+        corrupt offset, a local time out of range."""
+        if stamp is None:
+            return _CAREFUL  # offset or nanoseconds without a time
+        if stamp == self._stored[0] and offset == self._stored[1] and nanos == self._stored[2]:
+            return self._made
+        if stamp.tzinfo is None or (nanos and not 0 < nanos < 1000):
+            return _CAREFUL
+        if not offset:
+            made = with_nanoseconds(stamp, nanos) if nanos else stamp
+        elif (found := _SHIFTS.get(offset)) is None:
+            return _CAREFUL
+        else:
+            made = _shifted(stamp, nanos, *found)
+            if made is _CAREFUL:
+                return made
+        self._stored, self._made = (stamp, offset, nanos), made
+        return made
+
+
+def _shifted(stamp: datetime, nanos: Any, shift: timedelta, zone: timezone) -> Any:
+    """The UTC instant shifted, its wall-clock fields given the zone (a datetime's pickle
+    state): half the cost of astimezone, the costliest part of a row."""
+    try:
+        state = _pickle_state(stamp + shift)[1][0]
+    except (TypeError, OverflowError):  # not a time, or local time out of range
+        return _CAREFUL
+    if nanos:  # with_nanoseconds, from the state at hand
+        made = _NANO(state, zone)
+        made.nanosecond = nanos
+        return made
+    return _new_datetime(state, zone)
 
 
 def _careful(row: Any, current: int | None, session_id: str, position: int) -> Message:
