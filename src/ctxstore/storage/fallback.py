@@ -140,18 +140,16 @@ class FallbackStorage(VersionedStorage):
             return side._call(route, subject, action)
 
         session = None if route.of_user else subject
+        # The copy key a write of this kind leaves; a read's: that of the subject's writes.
+        key = copy_key(route.journaled or ("profile" if route.of_user else "save"), subject)
         if route.journaled is None:
-            key = copy_key("profile" if route.of_user else "save", subject)
             found = await self._read(on, key, session, whole=route.whole)
             if route.session_version and not self._sides.serves_secondary(key):
                 self._saw(session, found)
             return found
         assert journal is not None, f"{route.name} is journaled: it says how"
         return await self._write(
-            on,
-            journal,
-            key=copy_key(route.journaled, subject),
-            session=session if route.session_version else None,
+            on, journal, key=key, session=session if route.session_version else None
         )
 
     async def newest(self, session_id: str, limit: int) -> list[Message]:
