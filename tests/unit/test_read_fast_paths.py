@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import gc
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -144,32 +143,6 @@ def test_a_run_of_equal_times_shares_one_datetime_and_another_time_does_not() ->
     assert nanoseconds_of(third.timestamp) == 8 and third.timestamp is not second.timestamp
     assert fourth.timestamp == third.timestamp
     assert fourth.timestamp is not None and fourth.timestamp.utcoffset() == timedelta(hours=1)
-
-
-@pytest.mark.parametrize("running_before", [True, False])
-def test_a_load_leaves_the_garbage_collector_as_it_found_it(running_before: bool) -> None:
-    """rows_to_messages holds the collector off while it builds, and gives it back as it
-    was: running or not, after a good row and after a corrupt one."""
-    stamp = datetime(2026, 11, 29, 0, 15, 2, tzinfo=UTC)
-    good = (0, "user", "a", "t", stamp, 0, None, None, None, b"", 2)
-    corrupt = (1, "nobody", 7, "t", stamp, 0, None, None, None, b"", 1)
-    seen: list[bool] = []
-
-    class Watched(list[Any]):
-        def __iter__(self) -> Any:
-            seen.append(gc.isenabled())
-            return super().__iter__()
-
-    (gc.enable if running_before else gc.disable)()
-    try:
-        rows_to_messages(Watched([good]), session_id="s")
-        assert gc.isenabled() is running_before
-        with pytest.raises((CorruptDataError, InvalidMessageError)):
-            rows_to_messages(Watched([good, corrupt]), session_id="s")
-        assert gc.isenabled() is running_before
-    finally:
-        gc.enable()
-    assert seen == [False, False]
 
 
 # -- go_timestamp --------------------------------------------------------------------------

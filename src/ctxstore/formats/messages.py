@@ -8,9 +8,7 @@ through the upgrade mapper (formats/mapper.py: MESSAGES).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
@@ -175,32 +173,6 @@ def rows_to_messages(
     current format (a read may send NULL for it, and the format only of the other rows:
     None).
     """
-    with _collector_paused():
-        return _built(rows, session_id, current)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector held off while a load's messages are built.
-
-    Each message is three objects the collector tracks, and none of them can be part of a
-    cycle; left on, it walks the growing list again and again, which took half of a
-    10,000-message load's client time (benchmarks/bench_load_cpu.py).  The loop awaits
-    nothing, so no other task runs meanwhile; the collector resumes after it, and only if
-    it was running before (a caller may have turned it off).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def _built(rows: Sequence[Any], session_id: str, current: int | None) -> list[Message]:
-    """rows_to_messages's loop."""
     result: list[Message] = []
     append = result.append
     new_instance, message_type, field_names, empty, careful = (
