@@ -461,16 +461,27 @@ def _open_document(row: Any, keys: Keys | None, kind: str, owner_id: str) -> Any
     return json.loads(key.open(sealed, aad, session_id=session_id))
 
 
-def _seal_document(
-    document: dict[str, Any], key: DataKey | None, kind: str, owner_id: str, version: int
-) -> tuple[str, int | None, bytes | None]:
-    """(document column, key_id, sealed): the JSON itself, or JSON null and its seal,
-    bound to ``version``, the version the write stores."""
+def _document_columns(
+    document: dict[str, Any],
+    format_version: int,
+    key: DataKey | None,
+    kind: str,
+    owner_id: str,
+    version: int,
+) -> dict[str, Any]:
+    """The columns a document table ends with, in its order (db/tables.py): the JSON
+    itself, or JSON null and its seal bound to ``version`` (the one the write stores)."""
     text = json.dumps(document, ensure_ascii=False)
-    if key is None:
-        return text, None, None
-    aad = document_aad(kind, owner_id, version)
-    return "null", key.key_id, key.seal(text.encode("utf-8"), aad)
+    columns: dict[str, Any] = {
+        "document": text,
+        "format_version": format_version,
+        "key_id": None,
+        "sealed": None,
+    }
+    if key is not None:
+        sealed = key.seal(text.encode("utf-8"), document_aad(kind, owner_id, version))
+        columns.update(document="null", key_id=key.key_id, sealed=sealed)
+    return columns
 
 
 def refuse_plaintext(keys: Keys | None, kind: str, owner_id: str) -> None:
@@ -526,7 +537,6 @@ def state_values(
     Sealed, the free text is NULL (empty): it is in the sealed document only, and the
     analytics counts it from there (ctxstore.commands.aggregates); the counts stay for the
     per-consultation view."""
-    document, key_id, sealed = _seal_document(state.document(), key, "state", session_id, version)
     plain = key is None
     values = {
         "stage": state.stage,
@@ -541,10 +551,7 @@ def state_values(
         "body_part_count": len(state.body_parts),
         "has_chief_complaint": state.chief_complaint is not None,
         "has_symptom_duration": state.duration is not None,
-        "document": document,
-        "format_version": STATE_FORMAT,
-        "key_id": key_id,
-        "sealed": sealed,
+        **_document_columns(state.document(), STATE_FORMAT, key, "state", session_id, version),
     }
     assert tuple(values) == sql.STATE_COLUMNS
     return values
@@ -557,17 +564,13 @@ def profile_values(
 
     Sealed, the typed columns are NULL (empty): no view reads them, and they are the
     user's own health facts."""
-    document, key_id, sealed = _seal_document(profile.document(), key, "profile", user_id, version)
     plain = key is None
     values = {
         "age": profile.age if plain else None,
         "gender": profile.gender if plain else None,
         "exercise_habit": profile.exercise_habit if plain else None,
         "known_limitations": list(profile.known_limitations) if plain else [],
-        "document": document,
-        "format_version": PROFILE_FORMAT,
-        "key_id": key_id,
-        "sealed": sealed,
+        **_document_columns(profile.document(), PROFILE_FORMAT, key, "profile", user_id, version),
     }
     assert tuple(values) == sql.PROFILE_COLUMNS
     return values
