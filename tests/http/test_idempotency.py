@@ -113,6 +113,25 @@ async def test_a_conditional_append_retried_with_its_key_is_not_a_conflict(
     assert len(await store.load(sid)) == 4
 
 
+async def test_racing_conditional_retries_with_one_key_store_the_turn_once(
+    client: httpx.AsyncClient, store: PostgresStorage, sid: str
+) -> None:
+    """The conditional append is tried before the key is looked up: of racing retries
+    one writes, and every other finds the key (replayed, never a 412); the same key with
+    another body is still refused."""
+    path = f"/v1/sessions/{sid}/messages"
+    assert (await client.post(path, json={"messages": turn(1)})).status_code == 201
+    key = {**_key(), "If-Match": '"1"'}
+    answers = await asyncio.gather(
+        *(client.post(path, json={"messages": turn(2)}, headers=key) for _ in range(8))
+    )
+    assert [answer.status_code for answer in answers] == [200] * 8, [a.text for a in answers]
+    assert sum("Idempotency-Replayed" not in answer.headers for answer in answers) == 1
+    reused = await client.post(path, json={"messages": turn(9)}, headers=key)
+    assert reused.status_code == 422
+    assert await _contents(store, sid) == [m["content"] for m in turn(1) + turn(2)]
+
+
 async def test_a_blank_key_is_refused(
     client: httpx.AsyncClient, store: PostgresStorage, sid: str
 ) -> None:

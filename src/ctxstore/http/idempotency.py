@@ -14,8 +14,9 @@ the key with the request's bytes, and the retry finds them.
   still the one it read: whichever commits second finds the version moved, asks again
   and sees the first's ids.
 
-With ``If-Match`` the append happens only at that version, as without a key; a 412 is
-answered only when the key's own earlier request did not move the version.
+With ``If-Match`` the append happens only at that version, as without a key, and is tried
+first: a 412 is answered only when the key's own earlier request did not move the version
+(asked only then), so a conditional turn is one statement.
 
 Keys are scoped to the token's name and the session, and remembered as long as write ids
 are (``ctxstore purge-expired`` forgets them after WRITE_IDS_KEPT).
@@ -69,6 +70,14 @@ async def append_once(
     conflict stands unless the key's own earlier request is what moved the version."""
     request_id = ids[1]
     conflict: ConflictError | None = None
+    if expected is not None:
+        # Conditional: a write that was applied moved the version, so a retry of it is
+        # refused here and recognised below; the first try needs no read before it.
+        try:
+            with carrying(ids):
+                return await append(expected), True
+        except ConflictError as error:
+            conflict = error
     for _ in range(_ATTEMPTS):
         version = await store.version(session_id)  # before asking: see the module doc
         applied = await store.applied_writes(session_id, ids)
