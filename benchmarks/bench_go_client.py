@@ -1,22 +1,51 @@
-"""bench_go_client: the Go client's Save and Load against the in-process Python call and
-against the seed's Redis storage, in one run (issue 26).
+"""bench_go_client: the Go service's real turn on the Go client against the seed's Redis
+store, at 10, 100 and 1,000 stored messages.
 
-The same 20-message consultation (nanosecond timestamps, +08:00), as the Go service's
-untagged struct keeps it:
+The turn, as the Go service writes it with its own untagged struct (``UntaggedMsg`` of
+clients/go/storage_test.go: a ~28-character Chinese question, a longer Chinese answer, a
+new turn id per turn, ``time.Time`` values with nanoseconds in +08:00)::
 
-- Go ``ctxstore.Storage.Save`` / ``Load`` over HTTP to ``ctxstore serve`` (1 worker);
-- Python ``PostgresStorage.save`` / ``load`` in this process, on the same database;
-- Go ``redisStorage``: ``json.Marshal`` + ``SET``, ``GET`` + ``json.Unmarshal``.
+    messages, _ := storage.Load(ctx, id)
+    messages = append(messages, question, answer)
+    storage.Save(ctx, id, messages)
 
-Saves alternate 19 and 20 messages over 50 sessions (each save rewrites or extends what
-is stored, as a service's turns do); loads read one 20-message session.  Go's figures
-come from ``go test -bench`` in clients/go; Python's are timed here the same way (mean
-per call over the same count).  Each is run ``ROUNDS`` times interleaved and the median
-round kept.  Everything shares one 2-core machine: compare the figures with each other.
+on one storage value reused for every turn, as a service keeps one, for two storages:
+
+- ``swap``: ``ctxstore.NewStorage[UntaggedMsg](client)`` over HTTP to ``ctxstore serve``
+  (1 worker, no access log) on a freshly migrated scratch database;
+- ``redis``: the seed's Redis store, ``GET`` + ``json.Unmarshal`` to load,
+  ``json.Marshal`` + ``SET key value EX 86400`` to save.
+
+Each turn is on a session of its own, saved at its length through the same storage
+before any turn is timed, so each turn loads exactly 10, 100 or 1,000 messages and saves
+2 more; the swap's Storage remembers all of them (``WithSessionCache``), as a service
+sized for its sessions does.  The timing is Go's: ``BenchmarkServiceTurn`` in
+clients/go/bench_test.go prints one line per turn.  A round runs every (storage, length)
+cell in a new random order, ``TURNS`` turns a cell (after ``WARMUP`` untimed turns a cell
+before the first round); the figure of a cell is the median over ``ROUNDS`` rounds of
+each round's median turn.  Everything shares one machine: compare the figures with each
+other.
+
+``--client DIR`` (default clients/go) runs the same benchmark against another copy of
+the client (``git archive HEAD clients/go | tar -x -C /tmp/before``, then
+``--client /tmp/before/clients/go``): the client's package files are copied to a scratch
+folder beside this repository's bench_test.go and the two declarations it takes from
+storage_test.go (``UntaggedMsg``, ``live``), so the benchmark code is the same for
+every client.
+
+    CTXSTORE_BENCH_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/postgres \\
+        python -m benchmarks.bench_go_client [--client DIR]
+
+Environment: ``CTXSTORE_BENCH_GO_ROUNDS`` (default 15), ``CTXSTORE_BENCH_GO_TURNS``
+(turns a cell a round, default 20), ``CTXSTORE_BENCH_GO_WARMUP`` (default 3),
+``CTXSTORE_BENCH_GO_LENGTHS`` (default 10,100,1000), ``CTXSTORE_BENCH_REDIS_ADDR``
+(default 127.0.0.1:6379); without ``CTXSTORE_BENCH_DATABASE_URL`` the database is on an
+embedded PostgreSQL.  Needs ``go`` (1.19+) and a Redis.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import re
@@ -24,123 +53,185 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import time
-from datetime import datetime, timedelta, timezone
+from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.bench_http import Server
 from benchmarks.common import bench_database, table
-from ctxstore import Message, PostgresStorage
 from ctxstore.http.auth import new_token
 
-CALLS = int(os.environ.get("CTXSTORE_BENCH_GO_CALLS", "300"))
-ROUNDS = int(os.environ.get("CTXSTORE_BENCH_GO_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("CTXSTORE_BENCH_GO_ROUNDS", "15"))
+TURNS = int(os.environ.get("CTXSTORE_BENCH_GO_TURNS", "20"))
+WARMUP = int(os.environ.get("CTXSTORE_BENCH_GO_WARMUP", "3"))
+LENGTHS = os.environ.get("CTXSTORE_BENCH_GO_LENGTHS", "10,100,1000")
 REDIS_ADDR = os.environ.get("CTXSTORE_BENCH_REDIS_ADDR", "127.0.0.1:6379")
-CLIENT = Path(__file__).resolve().parents[1] / "clients" / "go"
-_LINE = re.compile(r"Benchmark(\w+)/(save|load)-\d+\s+\d+\s+([\d.]+) ns/op")
+HERE = Path(__file__).resolve().parents[1] / "clients" / "go"
+BENCHMARK = "BenchmarkServiceTurn"
+_SAMPLE = re.compile(r"turn (\w+) (\d+) (\d+) (\d+)")
+# The declarations of storage_test.go that bench_test.go uses, found by their first line
+# and ended by the first line that closes them.
+_DECLARATIONS = (r"^type UntaggedMsg struct \{$.*?^\}$", r"^func live\(.*?^\}$")
+_SUPPORT = """// Copied by benchmarks/bench_go_client.py from clients/go/storage_test.go.
+
+package ctxstore_test
+
+import (
+\t"os"
+\t"testing"
+\t"time"
+
+\tctxstore "ctxstore.dev/client"
+)
+
+{declarations}
+"""
 
 
-def session() -> list[Message]:
-    start = datetime(2026, 11, 29, 8, 15, 2, 123456, tzinfo=timezone(timedelta(hours=8)))
-    return [
-        Message(
-            role="user" if i % 2 == 0 else "assistant",
-            content=f"我膝盖有下坠感，第{i}句",
-            turn_id=f"turn_{i // 2:04d}",
-            timestamp=f"{(start + timedelta(seconds=i)).isoformat()[:26]}789+08:00",
-        )
-        for i in range(20)
-    ]
+def prepare(client: Path, folder: Path) -> Path:
+    """A copy of ``client``'s package with this repository's benchmark: its non-test
+    files, bench_test.go, and UntaggedMsg and live() from storage_test.go."""
+    copy = folder / "client"
+    copy.mkdir()
+    for path in client.iterdir():
+        wanted = path.suffix == ".go" and not path.name.endswith("_test.go")
+        if path.is_file() and (wanted or path.name in ("go.mod", "go.sum")):
+            shutil.copy2(path, copy / path.name)
+    if not (copy / "go.mod").exists():
+        raise SystemExit(f"{client} has no go.mod: not the Go client's directory")
+    shutil.copy2(HERE / "bench_test.go", copy / "bench_test.go")
+    source = (HERE / "storage_test.go").read_text()
+    declarations = []
+    for pattern in _DECLARATIONS:
+        found = re.search(pattern, source, re.MULTILINE | re.DOTALL)
+        if found is None:
+            raise SystemExit(f"storage_test.go has no match for {pattern!r}")
+        declarations.append(found.group(0))
+    support = _SUPPORT.format(declarations="\n\n".join(declarations))
+    (copy / "benchsupport_test.go").write_text(support)
+    return copy
 
 
-def go_round(go: str, base_url: str, token: str, folder: Path) -> dict[tuple[str, str], float]:
-    env = {
+def go_env(folder: Path) -> dict[str, str]:
+    return {
         **os.environ,
-        "CTXSTORE_URL": base_url,
-        "CTXSTORE_TOKEN": token,
-        "CTXSTORE_BENCH_REDIS_ADDR": REDIS_ADDR,
         "GOCACHE": str(folder / "cache"),
         "GOPATH": str(folder / "path"),
         "GOFLAGS": "-mod=mod",
         "GOPROXY": "off",
+        "GOTOOLCHAIN": "local",
         "CGO_ENABLED": "0",
     }
-    ran = subprocess.run(
-        [go, "test", "-run", "^$", "-bench", ".", "-benchtime", f"{CALLS}x", "./..."],
-        cwd=CLIENT, env=env, capture_output=True, text=True, timeout=900, check=True,
+
+
+def build(go: str, copy: Path, folder: Path) -> Path:
+    binary = folder / "turn.test"
+    built = subprocess.run(
+        [go, "test", "-c", "-o", str(binary), "."],
+        cwd=copy, env=go_env(folder), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    found = {(name, op): float(ns) / 1e6 for name, op, ns in _LINE.findall(ran.stdout)}
-    if len(found) != 4:
-        raise SystemExit(f"go test -bench printed:\n{ran.stdout}\n{ran.stderr}")
-    return found
+    if built.returncode != 0:
+        raise SystemExit(f"go test -c failed:\n{built.stdout}{built.stderr}")
+    return binary
 
 
-async def python_round(storage: PostgresStorage) -> dict[str, float]:
-    messages = session()
-    started = time.perf_counter()
-    for i in range(CALLS):
-        await storage.save(f"py-bench-{i % 50}", messages[: 20 - (i % 2)])
-    saved = (time.perf_counter() - started) / CALLS * 1000
-    await storage.save("py-bench-load", messages)
-    started = time.perf_counter()
-    for _ in range(CALLS):
-        assert len(await storage.load("py-bench-load")) == 20
-    loaded = (time.perf_counter() - started) / CALLS * 1000
-    return {"save": saved, "load": loaded}
+def run(binary: Path, copy: Path, folder: Path, base_url: str, token: str) -> list[tuple]:
+    """The benchmark's samples: (storage, length, round, milliseconds) a timed turn."""
+    env = {
+        **go_env(folder),
+        "CTXSTORE_URL": base_url,
+        "CTXSTORE_TOKEN": token,
+        "CTXSTORE_BENCH_REDIS_ADDR": REDIS_ADDR,
+        "CTXSTORE_BENCH_GO_ROUNDS": str(ROUNDS),
+        "CTXSTORE_BENCH_GO_TURNS": str(TURNS),
+        "CTXSTORE_BENCH_GO_WARMUP": str(WARMUP),
+        "CTXSTORE_BENCH_GO_LENGTHS": LENGTHS,
+    }
+    command = [str(binary), "-test.run", "^$", "-test.bench", f"^{BENCHMARK}$"]
+    command += ["-test.benchtime", "1x", "-test.count", "1"]
+    samples: list[tuple] = []
+    output: list[str] = []
+    with subprocess.Popen(
+        command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line)
+            if found := _SAMPLE.fullmatch(line.strip()):
+                name, length, number, nanoseconds = found.groups()
+                samples.append((name, int(length), int(number), int(nanoseconds) / 1e6))
+            elif line.startswith("# "):
+                print(line[2:].rstrip(), flush=True)
+    if process.returncode != 0 or "--- SKIP" in "".join(output) or not samples:
+        raise SystemExit(f"{BENCHMARK} printed:\n{''.join(output)}")
+    return samples
+
+
+def medians(samples: list[tuple]) -> dict[tuple[str, int], list[float]]:
+    """Each cell's median turn of every round, in round order."""
+    by_round: dict[tuple[str, int], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for name, length, number, ms in samples:
+        by_round[(name, length)][number].append(ms)
+    return {
+        cell: [statistics.median(rounds[n]) for n in sorted(rounds)]
+        for cell, rounds in by_round.items()
+    }
+
+
+def report(cells: dict[tuple[str, int], list[float]]) -> str:
+    lengths = sorted({length for _, length in cells})
+    figure = {cell: statistics.median(values) for cell, values in cells.items()}
+    rows: list[tuple[str, ...]] = []
+    for length in lengths:
+        swap, redis = figure[("swap", length)], figure[("redis", length)]
+        spread = [
+            f"{min(cells[(n, length)]):.2f}-{max(cells[(n, length)]):.2f}"
+            for n in ("swap", "redis")
+        ]
+        rows.append((f"{length:,}", f"{swap:.2f}", f"{redis:.2f}", f"{swap / redis:.1f}x", *spread))
+    low, high = lengths[0], lengths[-1]
+    rows.append(
+        (
+            f"turn at {high:,} / turn at {low:,}",
+            f"{figure[('swap', high)] / figure[('swap', low)]:.1f}x",
+            f"{figure[('redis', high)] / figure[('redis', low)]:.1f}x",
+            "", "", "",
+        )
+    )  # fmt: skip
+    header = ("stored messages", "swap: NewStorage over HTTP (ms)", "seed's Redis (ms)",
+              "swap / Redis", "swap round medians", "Redis round medians")  # fmt: skip
+    return table(rows, header)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--client", type=Path, default=HERE, help="the Go client's directory (default clients/go)"
+    )
+    client = parser.parse_args().client.resolve()
     go = shutil.which("go")
     if go is None:
         raise SystemExit("needs `go` (apt-get install golang-go)")
     token, grant = new_token("bench", ["read", "write"])
     folder = Path(tempfile.mkdtemp(prefix="ctxstore-bench-go-"))
-    rounds_go: list[dict[tuple[str, str], float]] = []
-    rounds_py: list[dict[str, float]] = []
-    with bench_database() as url:
-        server = Server(url, grant, workers=1)
-        try:
-            asyncio.run(server.ready(token))
-
-            async def python() -> dict[str, float]:
-                async with PostgresStorage.from_url(url) as storage:
-                    return await python_round(storage)
-
-            for number in range(ROUNDS):
-                print(f"round {number + 1}/{ROUNDS}: go ...", flush=True)
-                rounds_go.append(go_round(go, f"http://127.0.0.1:{server.port}", token, folder))
-                print(f"round {number + 1}/{ROUNDS}: python ...", flush=True)
-                rounds_py.append(asyncio.run(python()))
-        finally:
-            server.stop()
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def median_go(name: str, op: str) -> float:
-        return statistics.median(r[(name, op)] for r in rounds_go)
-
-    rows: list[tuple[str, ...]] = []
-    for op in ("save", "load"):
-        client = median_go("StorageSaveLoad", op)
-        redis = median_go("RedisSaveLoad", op)
-        python = statistics.median(r[op] for r in rounds_py)
-        rows.append(
-            (
-                op,
-                f"{client:.2f} ms",
-                f"{python:.2f} ms",
-                f"{redis:.2f} ms",
-                f"{client / python:.2f}x",
-                f"{client / redis:.1f}x",
-            )
-        )
-    print(f"\n{CALLS} calls a round, median of {ROUNDS} rounds, mean ms per call")
+    try:
+        copy = prepare(client, folder)
+        print(f"client: {client}; building {BENCHMARK} ...", flush=True)
+        binary = build(go, copy, folder)
+        with bench_database() as url:
+            server = Server(url, grant, workers=1)
+            try:
+                asyncio.run(server.ready(token))
+                base_url = f"http://127.0.0.1:{server.port}"
+                samples = run(binary, copy, folder, base_url, token)
+            finally:
+                server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     print(
-        table(
-            rows,
-            ("op", "Go client (HTTP)", "Python in-process", "Go redisStorage",
-             "client / Python", "client / Redis"),
-        )
-    )  # fmt: skip
+        f"\n{client}: one turn (Load, append 2, Save), ms; median of {ROUNDS} rounds of each "
+        f"round's median of {TURNS} turns a cell, cells interleaved"
+    )
+    print(report(medians(samples)))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,9 @@
 package ctxstore
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 )
 
@@ -24,16 +20,16 @@ import (
 //
 // A turn costs what is new, not the whole list. Storage remembers, for the sessions it
 // used last, the version and the messages it last loaded or saved. A Save whose list
-// starts with exactly those messages (the same bytes as M marshals them) appends the rest
-// at that version; a Load of a session it remembers asks whether the version moved and,
-// when it did not (304), decodes what it holds. Anything else, and a Save that finds
+// starts with exactly those messages (equal values, or the same bytes as M marshals them)
+// appends the rest at that version; a Load of a session it remembers asks whether the
+// version moved and, when it did not (304), returns a copy of what it holds. Anything else, and a Save that finds
 // another writer got in first, sends the whole list: the outcome is always what
 // overwriting the whole list gives (the last Save wins). WithConflicts returns
 // ErrConflict instead. Storage is safe for concurrent use.
 type Storage[M any] struct {
 	client    *Client
 	roles     RoleCase
-	cache     *sessionCache
+	cache     *sessionCache[M]
 	conflicts bool
 }
 
@@ -55,9 +51,9 @@ type storageOptions struct {
 	conflicts  bool
 }
 
-// DefaultSessionCache is how many bytes a Storage keeps of the sessions it used last:
-// about twice the JSON of their messages (a 1,000-message consultation of CJK turns is
-// about 0.4 MB).
+// DefaultSessionCache is about how many bytes a Storage keeps of the sessions it used
+// last, counted as twice the JSON of their messages (a 1,000-message consultation of CJK
+// turns: about 0.4 MB).
 const DefaultSessionCache = 64 << 20
 
 // WithRoleCase gives Load's role values this case.
@@ -86,202 +82,7 @@ func NewStorage[M any](client *Client, opts ...StorageOption) *Storage[M] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Storage[M]{client: client, roles: o.roles, cache: newSessionCache(o.cacheBytes), conflicts: o.conflicts}
-}
-
-// Save makes messages the session's whole list, as the Redis storage's Save did.
-func (s *Storage[M]) Save(ctx context.Context, sessionID string, messages []M) error {
-	layout, err := layoutOf[M]()
-	if err != nil {
-		return err
-	}
-	marshalled := make([][]byte, len(messages))
-	for i := range messages {
-		// A pointer, as json.Marshal(messages) reaches each element (a MarshalJSON with
-		// a pointer receiver is called).
-		if marshalled[i], err = json.Marshal(&messages[i]); err != nil {
-			return fmt.Errorf("ctxstore: encoding the messages: %w", err)
-		}
-	}
-	entry := s.cache.get(sessionID)
-	if entry != nil && entry.extends(marshalled) && (entry.version > 0 || len(marshalled) > 0) {
-		done, err := s.extend(ctx, sessionID, layout, entry, marshalled)
-		if done || err != nil {
-			return err
-		}
-	}
-	return s.replace(ctx, sessionID, layout, entry, marshalled)
-}
-
-// extend appends what marshalled adds to entry's messages, at entry's version. Not done
-// (and no error): another writer got in first, the whole list is to be sent.
-func (s *Storage[M]) extend(ctx context.Context, sessionID string, layout *layout, entry *known, marshalled [][]byte) (bool, error) {
-	added := marshalled[len(entry.marshal):]
-	wire, documents, err := s.wire(layout, added, len(entry.marshal))
-	if err != nil {
-		return false, err
-	}
-	version, err := s.client.appendRaw(ctx, sessionID, wire, []WriteOption{expecting(entry)})
-	switch {
-	case err == nil:
-		s.cache.put(sessionID, entry.extended(version, added, documents))
-		return true, nil
-	case errors.Is(err, ErrConflict) && !s.conflicts:
-		return false, nil
-	}
-	s.cache.put(sessionID, nil)
-	return false, err
-}
-
-// replace sends the whole list (at entry's version, with WithConflicts).
-func (s *Storage[M]) replace(ctx context.Context, sessionID string, layout *layout, entry *known, marshalled [][]byte) error {
-	wire, documents, err := s.wire(layout, marshalled, 0)
-	if err != nil {
-		return err
-	}
-	var opts []WriteOption
-	if s.conflicts {
-		opts = append(opts, expecting(entry))
-	}
-	version, err := s.client.replaceRaw(ctx, sessionID, wire, opts)
-	if err != nil {
-		s.cache.put(sessionID, nil)
-		return err
-	}
-	s.cache.put(sessionID, newKnown(version, marshalled, documents))
-	return nil
-}
-
-// expecting is the precondition that the session is still what entry saw (nil: nothing).
-func expecting(entry *known) WriteOption {
-	if entry == nil || entry.version == 0 {
-		return IfAbsent()
-	}
-	return IfVersion(entry.version)
-}
-
-// wire is ctxstore's message for each of marshalled (the first at position first), and
-// the document a Load of it decodes.
-func (s *Storage[M]) wire(layout *layout, marshalled [][]byte, first int) ([]map[string]json.RawMessage, [][]byte, error) {
-	wire, err := s.toStore(layout, marshalled, first)
-	if err != nil {
-		return nil, nil, err
-	}
-	documents := make([][]byte, len(wire))
-	for i := range wire {
-		if documents[i], err = s.document(layout, wire[i]); err != nil {
-			return nil, nil, fmt.Errorf("ctxstore: message %d: %w", first+i, err)
-		}
-	}
-	return wire, documents, nil
-}
-
-// toStore is ctxstore's message for each of marshalled (the first at position first).
-func (s *Storage[M]) toStore(layout *layout, marshalled [][]byte, first int) ([]map[string]json.RawMessage, error) {
-	wire := make([]map[string]json.RawMessage, len(marshalled))
-	for i, data := range marshalled {
-		var document map[string]json.RawMessage
-		if err := json.Unmarshal(data, &document); err != nil {
-			return nil, fmt.Errorf("ctxstore: %T is not a JSON object: %w", *new(M), err)
-		}
-		var err error
-		if wire[i], err = layout.toStore(document); err != nil {
-			return nil, fmt.Errorf("ctxstore: message %d: %w", first+i, err)
-		}
-	}
-	return wire, nil
-}
-
-// document is what Load decodes M from, for a message as ctxstore holds it.
-func (s *Storage[M]) document(layout *layout, stored map[string]json.RawMessage) ([]byte, error) {
-	document, err := layout.fromStore(stored, s.roles)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(document)
-}
-
-// Load returns the session's messages; an empty, non-nil slice when it does not exist.
-func (s *Storage[M]) Load(ctx context.Context, sessionID string) ([]M, error) {
-	layout, err := layoutOf[M]()
-	if err != nil {
-		return nil, err
-	}
-	entry := s.cache.get(sessionID)
-	header := http.Header{}
-	if entry != nil && entry.version > 0 {
-		header.Set("If-None-Match", `"`+strconv.FormatInt(entry.version, 10)+`"`)
-	}
-	got, err := s.client.do(ctx, call{method: "GET", path: sessionPath(sessionID, "messages"), header: header, ok: []int{200, 304}})
-	if errors.Is(err, ErrNotFound) {
-		s.cache.put(sessionID, newKnown(0, nil, nil))
-		return []M{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if got.status == http.StatusNotModified {
-		return decode[M](entry)
-	}
-	return s.loaded(sessionID, layout, got)
-}
-
-// loaded is the list a 200 holds, remembered for the next turn.
-func (s *Storage[M]) loaded(sessionID string, layout *layout, got *reply) ([]M, error) {
-	var body struct {
-		Messages []map[string]json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(got.body, &body); err != nil {
-		return nil, fmt.Errorf("ctxstore: reading messages: %w", err)
-	}
-	documents := make([][]byte, len(body.Messages))
-	for i, stored := range body.Messages {
-		var err error
-		if documents[i], err = s.document(layout, stored); err != nil {
-			return nil, fmt.Errorf("ctxstore: message %d: %w", i, err)
-		}
-	}
-	out, err := decode[M](&known{document: documents})
-	if err != nil {
-		return nil, fmt.Errorf("ctxstore: the stored messages don't fit %T: %w", *new(M), err)
-	}
-	marshalled, extendable := s.givenBack(layout, out, body.Messages)
-	entry := newKnown(got.version(), marshalled, documents)
-	entry.extendable = extendable
-	s.cache.put(sessionID, entry)
-	return out, nil
-}
-
-// givenBack is M's bytes of each loaded message, and whether saving them stores each
-// message as it is stored (a message whose field M lacks would lose it: false).
-func (s *Storage[M]) givenBack(layout *layout, out []M, stored []map[string]json.RawMessage) ([][]byte, bool) {
-	marshalled := make([][]byte, len(out))
-	for i := range out {
-		data, err := json.Marshal(&out[i])
-		if err != nil {
-			return nil, false
-		}
-		marshalled[i] = data
-	}
-	wire, err := s.toStore(layout, marshalled, 0)
-	if err != nil {
-		return nil, false
-	}
-	for i := range wire {
-		saved, ok := canonicalOf(wire[i])
-		found, same := canonicalOf(stored[i])
-		if !ok || !same || saved != found {
-			return nil, false
-		}
-	}
-	return marshalled, true
-}
-
-// Delete removes the session; deleting one that does not exist is not an error.
-func (s *Storage[M]) Delete(ctx context.Context, sessionID string) error {
-	err := s.client.Delete(ctx, sessionID)
-	s.cache.put(sessionID, nil)
-	return err
+	return &Storage[M]{client: client, roles: o.roles, cache: newSessionCache[M](o.cacheBytes), conflicts: o.conflicts}
 }
 
 // -- the struct's layout -------------------------------------------------------------------

@@ -274,3 +274,48 @@ func TestASaveOfMessagesLoadedWithoutTheirFieldsIsSentWhole(t *testing.T) {
 		t.Fatalf("not what overwriting gives: %+v, %v", stored, err)
 	}
 }
+
+// What Load returns is the caller's to change: changing it changes no later Load.
+func TestALoadedListIsTheCallersOwn(t *testing.T) {
+	ctx := context.Background()
+	client, seen := recorded(t)
+	storage := ctxstore.NewStorage[UntaggedMsg](client)
+	id := sessionID(t)
+	defer func() { _ = storage.Delete(ctx, id) }()
+	if err := storage.Save(ctx, id, turnOf(0)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		list, err := storage.Load(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(t, list, turnOf(0), 0, i)
+		list[1].Metadata["model"] = "changed in place"
+		list[1].Metadata["added"] = true
+		list[0].Content = "changed"
+	}
+	if got := seen.take(); got != "PUT 201, GET 304, GET 304" {
+		t.Fatalf("requests: %s", got)
+	}
+}
+
+// The same for a struct of pointers: what they point to is the caller's too.
+func TestALoadedListOfPointersIsTheCallersOwn(t *testing.T) {
+	ctx := context.Background()
+	storage := ctxstore.NewStorage[CamelPointerMsg](live(t))
+	id := sessionID(t)
+	defer func() { _ = storage.Delete(ctx, id) }()
+	turn, when := "turn_1", at("2026-12-05T18:31:10.123456789+08:00")
+	if err := storage.Save(ctx, id, []CamelPointerMsg{{"user", "x", &turn, &when, nil}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		list, err := storage.Load(ctx, id)
+		if err != nil || *list[0].TurnID != "turn_1" || !list[0].Timestamp.Equal(when) {
+			t.Fatalf("Load %d: %+v, %v", i, list, err)
+		}
+		*list[0].TurnID = "changed"
+		*list[0].Timestamp = time.Time{}
+	}
+}
