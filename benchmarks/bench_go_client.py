@@ -16,10 +16,11 @@ on one storage value reused for every turn, as a service keeps one, for two stor
 - ``redis``: the seed's Redis store, ``GET`` + ``json.Unmarshal`` to load,
   ``json.Marshal`` + ``SET key value EX 86400`` to save.
 
-Each turn is on a session of its own, saved at its length through the same storage
-before any turn is timed, so each turn loads exactly 10, 100 or 1,000 messages and saves
-2 more; the swap's Storage remembers all of them (``WithSessionCache``), as a service
-sized for its sessions does.  The timing is Go's: ``BenchmarkServiceTurn`` in
+Each turn is on a session of its own, brought to its length through the same storage
+before any turn is timed (saved whole, then its last turn), so each turn loads exactly
+10, 100 or 1,000 messages, saves 2 more, and follows a turn as in a consultation; the
+swap's Storage remembers all of them (``WithSessionCache``), as a service sized for its
+sessions does.  The timing is Go's: ``BenchmarkServiceTurn`` in
 clients/go/bench_test.go prints one line per turn.  A round runs every (storage, length)
 cell in a new random order, ``TURNS`` turns a cell (after ``WARMUP`` untimed turns a cell
 before the first round); the figure of a cell is the median over ``ROUNDS`` rounds of

@@ -33,8 +33,9 @@ import (
 // benchmarks/bench_go_client.py runs it with -benchtime 1x and reads the lines it prints:
 // "turn <storage> <stored messages> <round> <nanoseconds>", one a timed turn. Each round
 // runs every (storage, length) cell in a new random order, $CTXSTORE_BENCH_GO_TURNS turns
-// a cell, each on a session of its own, saved at the length through the same storage
-// before any turn is timed, so every turn loads exactly that many messages. The swap's
+// a cell, each on a session of its own, brought to the length through the same storage
+// before any turn is timed (saved whole, then its last turn), so every turn loads
+// exactly that many messages and follows a turn, as in a consultation. The swap's
 // Storage remembers every one of them (WithSessionCache), as a service sized for its
 // sessions does. It needs a live
 // ctxstore serve ($CTXSTORE_URL, $CTXSTORE_TOKEN) and a Redis
@@ -52,8 +53,8 @@ func BenchmarkServiceTurn(b *testing.B) {
 		lengths = nil
 		for _, field := range strings.Split(text, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(field))
-			if err != nil || n < 0 || n%2 != 0 {
-				b.Fatalf("CTXSTORE_BENCH_GO_LENGTHS: %q is not an even number of messages", field)
+			if err != nil || n < 2 || n%2 != 0 {
+				b.Fatalf("CTXSTORE_BENCH_GO_LENGTHS: %q is not an even number of messages, 2 or more", field)
 			}
 			lengths = append(lengths, n)
 		}
@@ -193,9 +194,17 @@ func (c *turnCell) removeAll(ctx context.Context, n int) {
 	}
 }
 
-// prefill saves session id at the cell's length, through the same storage.
+// prefill brings session id to the cell's length through the same storage, as turns
+// leave it: all but the last turn saved whole, then that turn (Load, append 2, Save).
 func (c *turnCell) prefill(ctx context.Context, id string) error {
-	return c.store.save(ctx, id, c.stored[:c.length:c.length])
+	if err := c.store.save(ctx, id, c.stored[:c.length-2:c.length-2]); err != nil {
+		return err
+	}
+	messages, err := c.store.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.store.save(ctx, id, append(messages, c.stored[c.length-2:c.length]...))
 }
 
 // turn is the service's turn on session id, timed.
