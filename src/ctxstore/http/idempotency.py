@@ -68,34 +68,44 @@ async def append_once(
     this request wrote it.  Unconditional (``expected`` None): at the version just read,
     tried again while other writes come between.  Conditional: at ``expected``, and its
     conflict stands unless the key's own earlier request is what moved the version."""
-    request_id = ids[1]
-    conflict: ConflictError | None = None
-    if expected is not None:
-        # Conditional: a write that was applied moved the version, so a retry of it is
-        # refused here and recognised below; the first try needs no read before it.
-        try:
-            with carrying(ids):
-                return await append(expected), True
-        except ConflictError as error:
-            conflict = error
+    if expected is None:
+        return await _unconditional(store, session_id, ids, append)
+    # An applied write moved the version, so a retry of it is refused by its own
+    # condition and recognised then: the first try needs no read before it.
+    try:
+        with carrying(ids):
+            return await append(expected), True
+    except ConflictError:
+        version = await store.version(session_id)  # before asking: see the module doc
+        if not await _applied(store, session_id, ids):
+            raise
+        return version, False
+
+
+async def _unconditional(
+    store: Store, session_id: str, ids: tuple[str, str], append: Callable[[int], Awaitable[int]]
+) -> tuple[int, bool]:
     for _ in range(_ATTEMPTS):
         version = await store.version(session_id)  # before asking: see the module doc
-        applied = await store.applied_writes(session_id, ids)
-        if applied is None:
-            raise ConfigurationError(f"{type(store).__name__} records no write ids")
-        if applied:
-            if request_id not in applied:
-                raise Problem(
-                    KEY_REUSED,
-                    "this Idempotency-Key was used for a different request body on this "
-                    "session: use a new key for a new request",
-                )
+        if await _applied(store, session_id, ids):
             return version, False
-        if conflict is not None and expected is not None:
-            raise conflict
         try:
             with carrying(ids):
-                return await append(version if expected is None else expected), True
-        except ConflictError as error:
-            conflict = error  # another write came between: was it this key's?
+                return await append(version), True
+        except ConflictError:
+            pass  # another write came between: was it this key's?
     raise Problem(KEY_BUSY, "the session kept changing while this key's write was tried: retry it")
+
+
+async def _applied(store: Store, session_id: str, ids: tuple[str, str]) -> bool:
+    """Whether the key's write was applied; 422 when it was, with another body."""
+    applied = await store.applied_writes(session_id, ids)
+    if applied is None:
+        raise ConfigurationError(f"{type(store).__name__} records no write ids")
+    if applied and ids[1] not in applied:
+        raise Problem(
+            KEY_REUSED,
+            "this Idempotency-Key was used for a different request body on this "
+            "session: use a new key for a new request",
+        )
+    return bool(applied)
