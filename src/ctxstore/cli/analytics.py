@@ -6,13 +6,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-
-from sqlalchemy import URL
+from typing import TYPE_CHECKING
 
 from ctxstore.cli.options import Commands, add_database_url, whole_day
 from ctxstore.commands.analytics import FREQUENCY_REPORTS, REPORTS, min_group_size, run_report
-from ctxstore.db.engine import REPLICA_URL_ENV, create_engine, normalize_url
-from ctxstore.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import URL
+
+    from ctxstore.settings import Settings
+
+#: ctxstore.db.engine.REPLICA_URL_ENV (tests/unit/test_cli_imports.py holds the two equal).
+REPLICA_URL_ENV = "CTXSTORE_REPLICA_DATABASE_URL"
 
 
 def register(commands: Commands) -> None:
@@ -58,6 +63,8 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
+
     if args.report == "refresh":
         return refresh(args, settings)
     # Reports tolerate a replica's lag: read there when one is named.
@@ -66,6 +73,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _report(args: argparse.Namespace, url: URL) -> int:
+    from ctxstore.db.engine import create_engine  # noqa: PLC0415
+
     engine = create_engine(url)
     try:
         report = await run_report(
@@ -82,6 +91,7 @@ async def _report(args: argparse.Namespace, url: URL) -> int:
 
 def refresh(args: argparse.Namespace, settings: Settings) -> int:
     from ctxstore.commands.aggregates import refresh_aggregates  # noqa: PLC0415
+    from ctxstore.db.engine import normalize_url  # noqa: PLC0415
     from ctxstore.encryption import Encryption  # noqa: PLC0415
     from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
 

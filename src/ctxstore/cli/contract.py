@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from ctxstore.cli.options import Commands
-from ctxstore.settings import Settings
+
+if TYPE_CHECKING:
+    from ctxstore.settings import Settings
 
 
 def register(commands: Commands) -> None:

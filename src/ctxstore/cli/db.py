@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-
-from sqlalchemy import URL
+from typing import TYPE_CHECKING
 
 from ctxstore.cli.options import Commands, add_database_url, duration
-from ctxstore.db import migrations
-from ctxstore.db.engine import normalize_url, redact
 from ctxstore.errors import ConfigurationError
-from ctxstore.settings import Settings
+from ctxstore.redaction import redact
+
+if TYPE_CHECKING:
+    from sqlalchemy import URL
+
+    from ctxstore.settings import Settings
 
 
 def register(commands: Commands) -> None:
@@ -55,10 +57,14 @@ def register(commands: Commands) -> None:
 
 
 def _url(args: argparse.Namespace, settings: Settings) -> URL:
+    from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
+
     return normalize_url(settings.database_url_for(args.database_url, migrating=True))
 
 
 def upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.db import migrations  # noqa: PLC0415 - Alembic
+
     url = _url(args, settings)
     before = migrations.current(url)
     migrations.upgrade(url, args.revision, lock_timeout=args.lock_timeout, settings=settings)
@@ -71,6 +77,8 @@ def upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def downgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.db import migrations  # noqa: PLC0415 - Alembic
+
     url = _url(args, settings)
     migrations.downgrade(url, args.revision, lock_timeout=args.lock_timeout, settings=settings)
     print(f"{redact(url)} is at revision {migrations.current(url) or 'base'}")
@@ -78,6 +86,8 @@ def downgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def current(args: argparse.Namespace, settings: Settings) -> int:
+    from ctxstore.db import migrations  # noqa: PLC0415 - Alembic
+
     revision = migrations.current(_url(args, settings))
     print(revision or "(empty database: no revision)")
     return 0

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctxstore.cli.options import Commands, add_database_url
-from ctxstore.settings import Settings
+
+if TYPE_CHECKING:
+    from ctxstore.settings import Settings
 
 
 def register(commands: Commands) -> None:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from ctxstore.cli.maintenance import open_store
 from ctxstore.cli.options import Commands, add_database_url, positive_int
-from ctxstore.db.engine import redact
 from ctxstore.errors import ConfigurationError
-from ctxstore.settings import Settings
+from ctxstore.redaction import redact
 
 if TYPE_CHECKING:
     from ctxstore.commands.redis_import import KeyResult
+    from ctxstore.settings import Settings
 
 
 def register(commands: Commands) -> None:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 from datetime import timedelta
-
-from sqlalchemy import URL
+from typing import TYPE_CHECKING
 
 from ctxstore.cli.options import Commands, add_batch_size, add_database_url, positive_int
-from ctxstore.db.engine import normalize_url
 from ctxstore.errors import ConfigurationError
-from ctxstore.settings import Settings
-from ctxstore.storage.postgres import PostgresStorage
-from ctxstore.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from sqlalchemy import URL
+
+    from ctxstore.settings import Settings
+    from ctxstore.storage.postgres import PostgresStorage
 
 
 def register(commands: Commands) -> None:
@@ -109,10 +110,15 @@ def register(commands: Commands) -> None:
 
 def database_url(args: argparse.Namespace, settings: Settings) -> URL:
     """The command's database: --database-url, else CTXSTORE_DATABASE_URL."""
+    from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
+
     return normalize_url(settings.database_url_for(args.database_url))
 
 
 def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
+    from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
+    from ctxstore.tokens import TokenCounter  # noqa: PLC0415 - tiktoken
+
     return PostgresStorage.from_url(
         database_url(args, settings),
         backup_retention=settings.backup_retention,
@@ -122,6 +128,7 @@ def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
 
 def recount_counts(args: argparse.Namespace, settings: Settings) -> int:
     from ctxstore.commands.recount import recount_store  # noqa: PLC0415
+    from ctxstore.tokens import TokenCounter  # noqa: PLC0415
 
     counter = TokenCounter.for_model(args.model) if args.model else TokenCounter(args.encoding)
     counter.count("")  # an unknown encoding is refused before anything connects
@@ -178,6 +185,7 @@ def purge_expired(args: argparse.Namespace, settings: Settings) -> int:
 def rotate_keys(args: argparse.Namespace, settings: Settings) -> int:
     from ctxstore.commands.rotate_keys import master_key_status, rotate_store_keys  # noqa: PLC0415
     from ctxstore.encryption import Encryption  # noqa: PLC0415
+    from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
 
     url = database_url(args, settings)
     encryption = Encryption.from_settings(settings)

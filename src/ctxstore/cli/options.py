@@ -7,7 +7,9 @@ import re
 from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING, TypeAlias
 
-from ctxstore.db.engine import DATABASE_URL_ENV
+#: ctxstore.db.engine.DATABASE_URL_ENV, named here without importing SQLAlchemy and
+#: asyncpg for the parser (tests/unit/test_cli_imports.py holds the two equal).
+DATABASE_URL_ENV = "CTXSTORE_DATABASE_URL"
 
 if TYPE_CHECKING:
     # What each command module's register() adds its parser to.  Each parser's

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctxstore.cli.options import Commands, add_database_url, positive_int
 from ctxstore.errors import ConfigurationError
-from ctxstore.settings import Settings
+
+if TYPE_CHECKING:
+    from ctxstore.settings import Settings
+
+#: The settings' defaults for the two options that default to a setting, restated so that
+#: the parser needs no pydantic (tests/unit/test_cli_imports.py holds them equal to
+#: Settings.model_fields).
+SETTING_DEFAULTS = {"http_max_body_bytes": 4 * 1024 * 1024, "http_pool_size": 10}
 
 
 def register(commands: Commands) -> None:
@@ -28,18 +36,17 @@ def register(commands: Commands) -> None:
         help="a file of token grants, one a line (default: $CTXSTORE_HTTP_TOKENS_FILE; "
         "$CTXSTORE_HTTP_TOKENS, the grants themselves, wins over both)",
     )
-    defaults = Settings.model_fields  # the settings own these defaults: shown, not restated
     serve.add_argument(
         "--max-body-bytes",
         type=positive_int,
         help="largest request body in bytes (default: "
-        f"{defaults['http_max_body_bytes'].default}, $CTXSTORE_HTTP_MAX_BODY_BYTES)",
+        f"{SETTING_DEFAULTS['http_max_body_bytes']}, $CTXSTORE_HTTP_MAX_BODY_BYTES)",
     )
     serve.add_argument(
         "--pool-size",
         type=positive_int,
         help="connections per worker (default: "
-        f"{defaults['http_pool_size'].default}, $CTXSTORE_HTTP_POOL_SIZE)",
+        f"{SETTING_DEFAULTS['http_pool_size']}, $CTXSTORE_HTTP_POOL_SIZE)",
     )
     serve.add_argument(
         "--graceful-timeout",

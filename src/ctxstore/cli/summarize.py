@@ -9,13 +9,15 @@ import inspect
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.cli.maintenance import open_store
 from ctxstore.cli.options import Commands, add_database_url, positive_int
-from ctxstore.context.compression import Summarizer
 from ctxstore.errors import ConfigurationError
-from ctxstore.settings import Settings
+
+if TYPE_CHECKING:
+    from ctxstore.context.compression import Summarizer
+    from ctxstore.settings import Settings
 
 
 def positive_seconds(value: str) -> float:

@@ -29,14 +29,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from ctxstore.db.errors import translated
 from ctxstore.errors import ConfigurationError, CtxStoreError, InvalidInputError
-from ctxstore.settings import MIN_GROUP_SIZE_RANGE
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+# SQLAlchemy, the driver errors and the settings are imported by the functions that query:
+# `ctxstore analytics`'s parser needs REPORTS only (ctxstore.cli builds every command's
+# parser for `ctxstore --help`).
 
 #: The consultation stages in funnel order; stages not listed follow, by name.
 STAGE_ORDER = ("greeting", "collecting_details", "assessing", "advising", "completed")
@@ -286,6 +288,10 @@ async def run_report(
         parameters["bucket"] = per
     if name in _FREQUENCIES:
         parameters["limit"] = limit
+    from sqlalchemy import text  # noqa: PLC0415 - see the imports
+
+    from ctxstore.db.errors import translated  # noqa: PLC0415
+
     with translated(f"analytics report {name}"):
         async with engine.connect() as conn:
             result = await conn.execute(text(REPORT_SQL[name]), parameters)
@@ -302,6 +308,10 @@ async def run_report(
 async def min_group_size(engine: AsyncEngine) -> int:
     """The fewest consultations a free-text value must have to show (analytics role or
     owner may read it)."""
+    from sqlalchemy import text  # noqa: PLC0415 - see the imports
+
+    from ctxstore.db.errors import translated  # noqa: PLC0415
+
     with translated("reading the analytics min group size"):
         async with engine.connect() as conn:
             value = await conn.execute(
@@ -313,6 +323,11 @@ async def min_group_size(engine: AsyncEngine) -> int:
 async def set_min_group_size(engine: AsyncEngine, size: int) -> int:
     """Set the small-cell threshold of every analytics view and report; needs the owner
     role (the migrating login).  Returns the previous value."""
+    from sqlalchemy import text  # noqa: PLC0415 - see the imports
+
+    from ctxstore.db.errors import translated  # noqa: PLC0415
+    from ctxstore.settings import MIN_GROUP_SIZE_RANGE  # noqa: PLC0415
+
     low, high = MIN_GROUP_SIZE_RANGE
     if type(size) is not int or not low <= size <= high:
         raise InvalidInputError(
