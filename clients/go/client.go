@@ -138,15 +138,17 @@ func (c *Client) do(ctx context.Context, req call) (*reply, error) {
 			return nil, fmt.Errorf("ctxstore: encoding the request: %w", err)
 		}
 	}
+	// One id for the call, sent by each of its attempts: the server's log ties them to it.
+	requestID := newKey()
 	for attempt := 0; ; attempt++ {
-		got, err := c.once(ctx, req, payload)
+		got, err := c.once(ctx, req, payload, requestID)
 		if err == nil {
 			for _, status := range req.ok {
 				if got.status == status {
 					return got, nil
 				}
 			}
-			err = problemOf(got)
+			err = problemOf(got, requestID)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -171,7 +173,7 @@ func (c *Client) do(ctx context.Context, req call) (*reply, error) {
 	}
 }
 
-func (c *Client) once(ctx context.Context, req call, payload []byte) (*reply, error) {
+func (c *Client) once(ctx context.Context, req call, payload []byte, requestID string) (*reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
 	defer cancel()
 	target := c.base.String() + req.path
@@ -191,17 +193,18 @@ func (c *Client) once(ctx context.Context, req call, payload []byte) (*reply, er
 	}
 	httpReq.Header.Set("Authorization", "Bearer "+c.token)
 	httpReq.Header.Set("Accept", "application/json")
+	httpReq.Header.Set("X-Request-ID", requestID)
 	if payload != nil {
 		httpReq.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(httpReq)
 	if err != nil {
-		return nil, &TransportError{Err: err}
+		return nil, &TransportError{Err: err, RequestID: requestID}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, &TransportError{Err: err}
+		return nil, &TransportError{Err: err, RequestID: requestID}
 	}
 	return &reply{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
@@ -246,11 +249,11 @@ func retryAfter(value string) time.Duration {
 	return 0
 }
 
-// newKey is an Idempotency-Key: 128 random bits.
+// newKey is an Idempotency-Key or an X-Request-ID: 128 random bits, in hex.
 func newKey() string {
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		panic("ctxstore: no randomness for an idempotency key: " + err.Error())
+		panic("ctxstore: no randomness for a key: " + err.Error())
 	}
 	return hex.EncodeToString(raw[:])
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,6 +156,84 @@ func TestA503IsRetriedAfterItsRetryAfter(t *testing.T) {
 	once, _ := ctxstore.NewClient(server.URL, "t", ctxstore.WithRetries(0, time.Millisecond, time.Millisecond))
 	if err := once.Delete(context.Background(), "s"); !errors.Is(err, ctxstore.ErrStorageUnavailable) {
 		t.Fatalf("no retries: %v", err)
+	}
+}
+
+func TestEachCallSendsOneRequestIDAndItsErrorsNameIt(t *testing.T) {
+	var mu sync.Mutex
+	var received []string // each attempt's X-Request-ID
+	headers := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), received...)
+	}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		received = append(received, r.Header.Get("X-Request-ID"))
+		first := len(received)%2 == 1
+		mu.Unlock()
+		if first {
+			w.WriteHeader(503) // retried: the retry sends the same id
+			return
+		}
+		if r.Method == "DELETE" {
+			// A proxy's answer, no X-Request-ID: the error names the id that was sent.
+			w.WriteHeader(404)
+			return
+		}
+		w.Header().Set("X-Request-ID", r.Header.Get("X-Request-ID"))
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(404)
+		io.WriteString(w, `{"type":"https://ctxstore.dev/problems/session-not-found","title":"Session not found","status":404,"detail":"no such session"}`)
+	}))
+	defer server.Close()
+	client, _ := ctxstore.NewClient(server.URL, "t", ctxstore.WithRetries(1, time.Millisecond, time.Millisecond))
+	var problem *ctxstore.Problem
+	_, err := client.Read(context.Background(), "s")
+	if !errors.As(err, &problem) || !errors.Is(err, ctxstore.ErrSessionNotFound) {
+		t.Fatalf("Read: %v", err)
+	}
+	_, err = client.Read(context.Background(), "s")
+	var second *ctxstore.Problem
+	if !errors.As(err, &second) {
+		t.Fatalf("Read again: %v", err)
+	}
+	err = client.Delete(context.Background(), "s")
+	seen := headers()
+	if !errors.As(err, &problem) || problem.RequestID != seen[5] {
+		t.Fatalf("Delete through a proxy's 404: %v (sent %q)", err, seen[4:])
+	}
+	if len(seen) != 6 || seen[0] != seen[1] || seen[2] != seen[3] || seen[4] != seen[5] {
+		t.Fatalf("the ids sent, two attempts a call: %q", seen)
+	}
+	if seen[0] == seen[2] || seen[2] == seen[4] || len(seen[0]) != 32 || strings.Trim(seen[0], "0123456789abcdef") != "" {
+		t.Fatalf("each call its own 128-bit hex id: %q", seen)
+	}
+	if second.RequestID != seen[2] || !strings.HasSuffix(second.Error(), "(request id "+seen[2]+")") {
+		t.Fatalf("the problem names its request: %+v, %q", second, second.Error())
+	}
+
+	// No answer at all: the transport error names the id its attempts were sent with.
+	mu.Lock()
+	received = nil
+	mu.Unlock()
+	closing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		received = append(received, r.Header.Get("X-Request-ID"))
+		mu.Unlock()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))
+	defer closing.Close()
+	client, _ = ctxstore.NewClient(closing.URL, "t", ctxstore.WithRetries(1, time.Millisecond, time.Millisecond))
+	_, err = client.Read(context.Background(), "s")
+	var transport *ctxstore.TransportError
+	ids := headers()
+	if !errors.As(err, &transport) || len(ids) != 2 || ids[0] != ids[1] || transport.RequestID != ids[0] {
+		t.Fatalf("no answer: %v (sent %q)", err, ids)
+	}
+	if !strings.Contains(err.Error(), "(request id "+ids[0]+")") {
+		t.Fatalf("the transport error's text: %q", err.Error())
 	}
 }
 

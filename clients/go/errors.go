@@ -68,6 +68,9 @@ type Problem struct {
 	CurrentVersion *int64 `json:"current_version,omitempty"`
 	// Errors lists the fields that broke the schema (invalid-input).
 	Errors []FieldError `json:"errors,omitempty"`
+	// RequestID is the X-Request-ID of the answer (else the one sent): the server's log
+	// lines of the request carry it.
+	RequestID string `json:"-"`
 }
 
 // FieldError is one field of a request that broke the schema.
@@ -80,7 +83,11 @@ type FieldError struct {
 func (p *Problem) Slug() string { return strings.TrimPrefix(p.Type, typeBase) }
 
 func (p *Problem) Error() string {
-	return fmt.Sprintf("ctxstore: %d %s: %s", p.Status, p.Slug(), p.Detail)
+	text := fmt.Sprintf("ctxstore: %d %s: %s", p.Status, p.Slug(), p.Detail)
+	if p.RequestID != "" {
+		text += " (request id " + p.RequestID + ")"
+	}
+	return text
 }
 
 // Is matches the problem's type: errors.Is(err, ctxstore.ErrConflict). A 404 of a session
@@ -96,12 +103,27 @@ func (p *Problem) Is(target error) bool {
 
 // TransportError is a request that got no answer (refused, reset, timed out); retried
 // before it is returned.
-type TransportError struct{ Err error }
+type TransportError struct {
+	Err error
+	// RequestID is the X-Request-ID the request was sent with (each attempt of one call
+	// sends the same): a server that saw it logged it.
+	RequestID string
+}
 
-func (e *TransportError) Error() string { return "ctxstore: no answer: " + e.Err.Error() }
+func (e *TransportError) Error() string {
+	if e.RequestID == "" {
+		return "ctxstore: no answer: " + e.Err.Error()
+	}
+	return "ctxstore: no answer (request id " + e.RequestID + "): " + e.Err.Error()
+}
 func (e *TransportError) Unwrap() error { return e.Err }
 
-func problemOf(got *reply) error {
+// problemOf is the answer's problem; sent is the request id the request carried.
+func problemOf(got *reply, sent string) error {
+	requestID := got.header.Get("X-Request-ID")
+	if requestID == "" {
+		requestID = sent // a proxy's answer, say: the id the server may have logged
+	}
 	problem := &Problem{Status: got.status}
 	if err := json.Unmarshal(got.body, problem); err != nil || problem.Type == "" {
 		// Not the service's problem (a proxy's page, say): its status and a little text.
@@ -109,9 +131,10 @@ func problemOf(got *reply) error {
 		if len(text) > 200 {
 			text = text[:200]
 		}
-		return &Problem{Type: typeBase + slugOfStatus(got.status), Status: got.status, Detail: text}
+		return &Problem{Type: typeBase + slugOfStatus(got.status), Status: got.status, Detail: text, RequestID: requestID}
 	}
 	problem.Status = got.status
+	problem.RequestID = requestID
 	return problem
 }
 

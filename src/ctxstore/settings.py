@@ -35,6 +35,11 @@ _ON = {"1", "true", "on", "yes"}
 _OFF = {"", "0", "false", "off", "no"}
 #: Settings in seconds that may have a fraction; the other positive numbers are whole.
 _FRACTIONAL = frozenset({"http_operation_timeout", "http_head_timeout", "http_body_timeout"})
+#: The values of the service's log settings (ctxstore.http.logs reads them).
+_LOG_CHOICES = {
+    "http_log_format": ("text", "json"),
+    "http_log_level": ("debug", "info", "warning", "error"),
+}
 
 
 def validate_role_name(name: str, source: str) -> str:
@@ -167,6 +172,18 @@ class Settings(BaseSettings):
     )
     http_access_log: bool = _variable(
         "HTTP_ACCESS_LOG", "0: no log line per request (--no-access-log).", True
+    )
+    http_log_format: str = _variable(
+        "HTTP_LOG_FORMAT",
+        "How the service logs: text, one readable line per record, or json, one JSON "
+        "object per line (time, level, logger, message, request_id, the access fields).",
+        "text",
+    )
+    http_log_level: str = _variable(
+        "HTTP_LOG_LEVEL",
+        "The service's and uvicorn's log level: debug, info, warning (no access lines) "
+        "or error; the libraries' stay at warning at least.",
+        "info",
     )
     http_max_messages: int = _variable(
         "HTTP_MAX_MESSAGES",
@@ -323,6 +340,21 @@ class Settings(BaseSettings):
     @classmethod
     def _access_log(cls, value: Any) -> Any:
         return value.strip() != "0" if isinstance(value, str) else value
+
+    @field_validator("http_log_format", "http_log_level", mode="before")
+    @classmethod
+    def _one_of(cls, value: Any, info: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        word = value.strip().lower()
+        if not word:
+            return cls.model_fields[info.field_name].default
+        allowed = _LOG_CHOICES[info.field_name]
+        if word not in allowed:
+            raise ConfigurationError(
+                f"{_name_of(info.field_name)}={word[:20]!r}: use one of {', '.join(allowed)}"
+            )
+        return word
 
     @classmethod
     def settings_customise_sources(

@@ -21,6 +21,7 @@ import asyncio
 import functools
 import hmac
 import secrets
+import sys
 import time
 import weakref
 from collections import Counter
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 ENV = "CTXSTORE_TELEMETRY"
 KEY_ENV = "CTXSTORE_TELEMETRY_KEY"
 SCOPE = "ctxstore"
+#: The span attribute of an HTTP request's id (mark_request).
+REQUEST_ID_ATTRIBUTE = "ctxstore.request_id"
 #: Seconds: from a cached memory read to a slow PostgreSQL write.
 DURATION_BUCKETS = (
     0.0001,
@@ -386,6 +389,19 @@ def retried(reason: str) -> None:
             call.reasons.append(reason)
         attributes |= call.attributes
     telemetry.retries.add(1, attributes)
+
+
+def mark_request(request_id: str) -> None:
+    """Put an HTTP request's id (the ``X-Request-ID`` its response carries) on the current
+    span as ``ctxstore.request_id``: the server span of an instrumented application.
+    Nothing when OpenTelemetry was never imported (no span can exist) or no span records.
+    """
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute(REQUEST_ID_ATTRIBUTE, request_id)
 
 
 def from_settings(settings: Settings) -> None:

@@ -54,7 +54,7 @@ def test_src_reads_no_ctxstore_variable_elsewhere() -> None:
 
 def test_every_variable_has_its_documented_name() -> None:
     names = {str(field.validation_alias) for field in Settings.model_fields.values()}
-    assert len(names) == 33 and all(name.startswith("CTXSTORE_") for name in names)
+    assert len(names) == 35 and all(name.startswith("CTXSTORE_") for name in names)
 
 
 def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,6 +75,11 @@ def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatc
     assert defaults.token_encoding == "cl100k_base"
     monkeypatch.setenv("CTXSTORE_TOKEN_ENCODING", "o200k_base")
     assert load_settings().token_encoding == "o200k_base"
+    assert (defaults.http_log_format, defaults.http_log_level) == ("text", "info")
+    monkeypatch.setenv("CTXSTORE_HTTP_LOG_FORMAT", " JSON ")
+    monkeypatch.setenv("CTXSTORE_HTTP_LOG_LEVEL", "Warning")
+    loaded = load_settings()
+    assert (loaded.http_log_format, loaded.http_log_level) == ("json", "warning")
 
 
 @pytest.mark.parametrize(
@@ -91,6 +96,8 @@ def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatc
         ("CTXSTORE_APP_ROLE", "Bad Name", r"\(CTXSTORE_APP_ROLE\)"),
         ("CTXSTORE_ROLE_PREFIX", "pg_x", r"\(CTXSTORE_ROLE_PREFIX\)"),
         ("CTXSTORE_TOKEN_ENCODING", "gpt-4o", "is not a tiktoken encoding: use one of .*o200k"),
+        ("CTXSTORE_HTTP_LOG_FORMAT", "logfmt", "CTXSTORE_HTTP_LOG_FORMAT='logfmt': use one of t"),
+        ("CTXSTORE_HTTP_LOG_LEVEL", "verbose", "CTXSTORE_HTTP_LOG_LEVEL='verbose': use one of d"),
     ],
 )
 def test_a_bad_value_is_a_configuration_error_naming_it(

@@ -394,6 +394,13 @@ _GENERAL_RULES: tuple[_Translate, ...] = (
 )
 
 
+def reading_revision(url: object) -> str:
+    """The action of reading a database's schema revision, as its errors name it: the
+    words of `ctxstore db current` and of the service's readiness check, for one URL
+    alike (its password masked)."""
+    return f"reading the schema revision of {redact(url)}"
+
+
 def translate_db_error(
     error: BaseException, action: str, *, role: str | None = None
 ) -> CtxStoreError:

@@ -31,7 +31,7 @@ from ctxstore.db.engine import (
     normalize_url,
     redact,
 )
-from ctxstore.db.errors import translated
+from ctxstore.db.errors import reading_revision, translated
 from ctxstore.db.tables import metadata
 from ctxstore.errors import ConfigurationError, CtxStoreError, MigrationError
 from ctxstore.settings import Settings, load_settings
@@ -385,7 +385,7 @@ def current(database_url: str | URL) -> str | None:
     async def read() -> str | None:
         engine = create_engine(database_url, pooled=False)
         try:
-            with translated(f"reading the schema revision of {redact(engine.url)}"):
+            with translated(reading_revision(engine.url)):
                 async with engine.connect() as connection:
                     return await connection.run_sync(
                         lambda sync: MigrationContext.configure(sync).get_current_revision()

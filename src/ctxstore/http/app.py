@@ -124,9 +124,10 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
 
 def app_from_environment() -> FastAPI:
     """Each worker's entry: its settings read once, here."""
-    configure_logging()  # in each worker process: logging is not inherited
+    settings = load_settings()  # valid: `ctxstore serve` checked them before it started
+    # In each worker process: logging is not inherited.
+    configure_logging(settings.http_log_format, settings.http_log_level)
     end_with_parent()
-    settings = load_settings()
     telemetry.from_settings(settings)
     return create_app(HttpSettings.from_settings(settings))
 

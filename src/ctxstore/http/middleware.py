@@ -10,6 +10,11 @@ bytes (408, when the application waits for a byte that does not come).  A respon
 starts before its request's body was read whole closes the connection after it, so a
 body that stops after a refusal holds nothing.  The request head's limits are the
 connection's (ctxstore.http.connections).
+
+Every request has an id: the caller's ``X-Request-ID`` when well-formed, else a new one
+(ctxstore.http.logs).  It tags every log line of the request (the access line's too), is
+put on the current OpenTelemetry span, and comes back in the response's ``X-Request-ID``,
+whoever answers (a route, or this middleware's 401, 413 or 500).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ctxstore import telemetry
+from ctxstore.http import logs
 from ctxstore.http.auth import TokenRegistry
 from ctxstore.http.metrics import Metrics
 from ctxstore.http.problems import (
@@ -48,6 +55,7 @@ CLIENT_CLOSED = 499
 
 #: The rest of an unread body is never waited for: the connection ends with the response.
 _CLOSE = (b"connection", b"close")
+REQUEST_ID_HEADER = b"x-request-id"
 
 access_log = logging.getLogger("ctxstore.http.access")
 error_log = logging.getLogger("ctxstore.http")
@@ -91,7 +99,10 @@ class ServiceMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        state = _Exchange(send)
+        request_id = logs.request_id_of(_given_request_id(scope))
+        serving = logs.serving(request_id)
+        telemetry.mark_request(request_id)
+        state = _Exchange(send, request_id.encode("ascii"))
         principal = "-"
         try:
             name, length, hosts, presented, chunked = self._read_headers(scope)
@@ -132,14 +143,23 @@ class ServiceMiddleware:
             route = route_of(scope)
             self.metrics.observe(route, scope["method"], state.status, seconds)
             if self.log_requests:
+                milliseconds = seconds * 1000
                 access_log.info(
                     "%s %s %d %.1fms by %s",
                     scope["method"],
                     route,
                     state.status,
-                    seconds * 1000,
+                    milliseconds,
                     principal,
+                    extra={
+                        "method": scope["method"],
+                        "route": route,
+                        "status": state.status,
+                        "duration_ms": round(milliseconds, 1),
+                        "principal": principal,
+                    },
                 )
+            logs.served(serving)
 
     def _read_headers(self, scope: Scope) -> tuple[str | None, int | None, int, bool, bool]:
         """The token's name (None: no valid token; else its Principal is put in the
@@ -204,11 +224,13 @@ class ServiceMiddleware:
 
 
 class _Exchange:
-    """Remembers the response's status as it is sent, and closes the connection after a
-    response that starts before the request's body was read whole."""
+    """Remembers the response's status as it is sent, gives every response the request's
+    id, and closes the connection after a response that starts before the request's body
+    was read whole."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, request_id: bytes) -> None:
         self._send = send
+        self._request_id = (REQUEST_ID_HEADER, request_id)
         self.status = 500
         self.started = False
         self.body_done = True
@@ -218,8 +240,8 @@ class _Exchange:
         if message["type"] == "http.response.start":
             self.status = int(message["status"])
             self.started = True
-            if not self.body_done:
-                message = {**message, "headers": [*message.get("headers", ()), _CLOSE]}
+            added = [self._request_id] if self.body_done else [self._request_id, _CLOSE]
+            message = {**message, "headers": [*message.get("headers", ()), *added]}
         await self._send(message)
 
     async def send_head(self, message: Message) -> None:
@@ -230,6 +252,14 @@ class _Exchange:
                 return
             self._body_sent = True
         await self.send(message)
+
+
+def _given_request_id(scope: Scope) -> bytes | None:
+    """The first X-Request-ID the caller sent (None: none)."""
+    for key, value in scope["headers"]:
+        if key == REQUEST_ID_HEADER:
+            return bytes(value)
+    return None
 
 
 async def _answer(scope: Scope, receive: Receive, state: _Exchange, response: Any) -> None:

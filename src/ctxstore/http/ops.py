@@ -10,7 +10,7 @@ from fastapi import Request
 from starlette.responses import JSONResponse, Response
 
 from ctxstore.db.compat import CodeRevisions, SchemaCheck, SchemaState, check
-from ctxstore.db.errors import translated
+from ctxstore.db.errors import reading_revision, translated
 from ctxstore.errors import CtxStoreError, SchemaMissingError
 from ctxstore.http.auth import Principal
 from ctxstore.http.docs import problems
@@ -57,14 +57,15 @@ async def readyz(request: Request) -> Response:
     principal = request.scope.get(PRINCIPAL_KEY)
     detailed = isinstance(principal, Principal) and "admin" in principal.scopes
     try:
-        with translated("readiness check"):
+        with translated(reading_revision(store.url)):
             async with asyncio.timeout(READY_TIMEOUT), store.driver() as driver:
                 found = await check(driver, code)
     except CtxStoreError as error:
         if detailed:
             raise
-        # Its class only: the driver's text may quote an address.
-        log.warning("not ready: %s", type(error).__name__)
+        # What `ctxstore db current` says for the same URL (the same translation of the
+        # same failure): which host refused and what to check; its password masked.
+        log.warning("not ready: %s", error)
         return _not_ready(request)
     if not found.runnable:
         log.warning("not ready: %s", found.reason)

@@ -59,10 +59,11 @@ def serve(options: ServeOptions) -> int:
 
     _export(options)
     # What each worker will load: refuse a bad configuration before binding the port.
-    HttpSettings.from_settings(load_settings())
+    settings = load_settings()
+    HttpSettings.from_settings(settings)
     if (options.ssl_certfile is None) != (options.ssl_keyfile is None):
         raise ConfigurationError("--ssl-certfile and --ssl-keyfile go together")
-    configure_logging()
+    configure_logging(settings.http_log_format, settings.http_log_level)
     metrics_dir = None
     if options.workers > 1 and not os.environ.get(MULTIPROC_ENV):
         # Each worker writes its samples here; a scrape sums them (metrics.py).
