@@ -9,7 +9,8 @@ SIGKILLs and restarts the worker, then drains the journal and reads the primary.
 replay of the acknowledged operations plus some subset of the indeterminate ones (failed,
 or cut short by a kill).  Anomalies are prefixed by what they are about: ``history``,
 ``quarantine`` (an accepted write the primary refused), ``liveness`` (a call in flight for
-over 10 s, with where it waited), ``drain`` and ``worker``.
+over 10 s while the journal's replay made no progress, with where it waited), ``drain``
+and ``worker``.
 """
 
 from __future__ import annotations
@@ -157,12 +158,19 @@ class Clients:
 
     async def watch(self) -> None:
         """Twice a second: the fallback's figures, and the await chain of any call in flight
-        for more than 10 s (once per call)."""
+        for more than 10 s during which the journal's replay made no progress (once per
+        call).  A write to a key with a backlog waits for the key's replay: while entries
+        are being replayed that wait is the design, not a hang."""
         reported: set[str] = set()
+        replayed, progressed = -1, time.monotonic()
         while True:
             await asyncio.sleep(0.5)
+            now = time.monotonic()
+            if self.store.stats.replayed != replayed:
+                replayed, progressed = self.store.stats.replayed, now
             for name, (started, task) in list(self.inflight.items()):
-                if time.monotonic() - started > 10 and name not in reported:
+                stalled = now - max(started, progressed)
+                if stalled > 10 and name not in reported:
                     reported.add(name)
                     self.out.write(t="hung", op=name, chain=await_chain(task))
             figures = {name: getattr(self.store.stats, name, 0) for name in STATS}
@@ -442,8 +450,8 @@ def hung_call(log: Log, record: dict[str, Any]) -> str:
     op = next(op for op in log.ops if op.op == record["op"])
     ended = f"ended {op.status}" + (f" ({op.error})" if op.error else "")
     return (
-        f"liveness: {op.op} ({op.kind} {op.session}) took over 10 s, {ended}; it waited at "
-        + " <- ".join(reversed(record["chain"][-4:]))
+        f"liveness: {op.op} ({op.kind} {op.session}) took over 10 s with no replay progress, "
+        f"{ended}; it waited at " + " <- ".join(reversed(record["chain"][-4:]))
     )
 
 
