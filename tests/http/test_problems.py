@@ -206,7 +206,7 @@ async def test_metrics_count_requests_conflicts_and_storage_errors(
     assert f'ctxstore_http_requests_total{{method="POST",{route},status="412"}} 1.0' in text
     assert f'ctxstore_http_requests_total{{method="GET",{route},status="200"}} 1.0' in text
     assert f'ctxstore_http_request_duration_seconds_bucket{{le="0.005",method="GET",{route}' in text
-    assert f"ctxstore_http_conflicts_total{{{route}}} 1.0" in text
+    assert f'ctxstore_http_conflicts_total{{{route},type="precondition-failed"}} 1.0' in text
     assert sid not in text  # route templates, never ids
 
 

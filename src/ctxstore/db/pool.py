@@ -8,6 +8,9 @@ without awaiting anything, hands a returned connection straight to the oldest wa
 (so nobody is overtaken), and closes a connection found idle too long at checkout
 instead of arming a timer per checkin.  Bounds, timeouts and error translation are the
 caller's (storage/postgres/connection.py).
+
+Its figures (``stats()``, and ``on_wait`` for each caller that had to wait) are plain
+numbers: the service's /metrics reads them (ctxstore.http.metrics).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 Connection = Any  # an asyncpg connection (asyncpg ships no type stubs)
@@ -23,6 +27,20 @@ Connection = Any  # an asyncpg connection (asyncpg ships no type stubs)
 
 class PoolClosedError(RuntimeError):
     """The pool was closed: it lends nothing any more."""
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """A pool's figures at one moment."""
+
+    #: Connections open or being opened: in use, idle, or being opened.
+    size: int
+    #: Lent (or being given back).
+    in_use: int
+    idle: int
+    max_size: int
+    #: Callers without a connection yet: waiting their turn, or for one being opened.
+    waiting: int
 
 
 class FairPool:
@@ -54,6 +72,12 @@ class FairPool:
         self._generation = 0
         self._generations: dict[int, int] = {}
         self._closed = False
+        self._opening = 0
+        #: Callers in acquire() that found no idle connection and have none yet.
+        self.waiting = 0
+        #: Called with the seconds each of those callers waited, once it has a connection
+        #: or gave up (a metrics histogram).
+        self.on_wait: Callable[[float], object] | None = None
 
     async def acquire(self) -> Connection:
         """A connection: an idle one, a new one while below max_size, else the next one
@@ -63,6 +87,18 @@ class FairPool:
         connection = self._take_idle()
         if connection is not None:
             return connection
+        # Counted and timed past this point only: an idle connection's checkout costs
+        # nothing more for the metrics.
+        self.waiting += 1
+        started = time.perf_counter()
+        try:
+            return await self._wait_or_open()
+        finally:
+            self.waiting -= 1
+            if self.on_wait is not None:
+                self.on_wait(time.perf_counter() - started)
+
+    async def _wait_or_open(self) -> Connection:
         if self.size < self.max_size and not self._waiters:
             return await self._open()
         given = await self._wait_turn()
@@ -156,18 +192,31 @@ class FairPool:
     def idle(self) -> int:
         return len(self._idle)
 
+    def stats(self) -> PoolStats:
+        idle = len(self._idle)
+        return PoolStats(
+            size=self.size,
+            in_use=self.size - idle - self._opening,
+            idle=idle,
+            max_size=self.max_size,
+            waiting=self.waiting,
+        )
+
     # -- inside -------------------------------------------------------------------------
 
     async def _open(self, reserved: bool = False) -> Connection:
         if not reserved:
             self.size += 1
         generation = self._generation
+        self._opening += 1
         try:
             async with asyncio.timeout(self.open_timeout):
                 connection = await self._connect()
         except BaseException:
             self._free_slot()
             raise
+        finally:
+            self._opening -= 1
         if self._closed:  # closed while this connection was being opened
             connection.terminate()
             self._free_slot()

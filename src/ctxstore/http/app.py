@@ -24,7 +24,7 @@ from starlette.responses import Response
 from ctxstore import __version__, telemetry
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.db import compat
-from ctxstore.errors import ConflictError, CtxStoreError, InvalidInputError
+from ctxstore.errors import CtxStoreError, InvalidInputError
 from ctxstore.http import ops, routes
 from ctxstore.http.auth import Principal, TokenRegistry
 from ctxstore.http.logs import configure_logging
@@ -87,7 +87,8 @@ def create_app(settings: HttpSettings, *, store: PostgresStorage | None = None) 
         # walks it (tens of milliseconds each, on the event loop, under load).
         gc.freeze()
         try:
-            yield
+            async with app.state.metrics.publishing():
+                yield
         finally:
             await app.state.store.close()
 
@@ -141,6 +142,7 @@ def documentation_app() -> FastAPI:
 
 def _attach(app: FastAPI, store: PostgresStorage) -> None:
     app.state.store = store
+    app.state.metrics.watch(store)
     app.state.builder = ContextBuilder(store)
     # The encoding loaded now, not by the worker's first write or context (100 ms or more).
     app.state.builder.counter.encoder  # noqa: B018
@@ -165,9 +167,11 @@ async def _check_schema_at_start(store: PostgresStorage) -> None:
 def _install_handlers(app: FastAPI, retry_after: int) -> None:
     metrics: Metrics = app.state.metrics
 
-    async def on_problem(_request: Request, problem: Exception) -> Response:
+    async def on_problem(request: Request, problem: Exception) -> Response:
         assert isinstance(problem, Problem)
-        return problem.response()
+        response = problem.response()
+        metrics.count_problem(route_of(request.scope), problem.kind.slug, response.status_code)
+        return response
 
     async def on_ctxstore_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, CtxStoreError)
@@ -177,11 +181,9 @@ def _install_handlers(app: FastAPI, retry_after: int) -> None:
             request.method in _WRITES and "if-none-match" in headers
         )
         response = error_response(error, conditional=conditional, retry_after=retry_after)
-        if isinstance(error, ConflictError):
-            metrics.conflicts.labels(route_of(request.scope)).inc()
+        kind = problem_type_of(error).slug
+        metrics.count_problem(route_of(request.scope), kind, response.status_code)
         if response.status_code >= 500:
-            kind = problem_type_of(error).slug
-            metrics.storage_errors.labels(kind).inc()
             # The class and SQLSTATE only: the message may quote the driver or an address.
             log.warning(
                 "%s %s failed: %s (%s, sqlstate %s)%s",

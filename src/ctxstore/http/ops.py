@@ -110,7 +110,7 @@ def _schema_problem(request: Request, found: SchemaCheck) -> Response:
 )
 async def metrics(request: Request) -> Response:
     collected: Metrics = request.app.state.metrics
-    return Response(collected.render(), media_type=CONTENT_TYPE)
+    return Response(await collected.render(), media_type=CONTENT_TYPE)
 
 
 @router.get("/openapi.json", include_in_schema=False, openapi_extra=guarded("read"))

@@ -13,7 +13,7 @@ from sqlalchemy import URL
 from ctxstore import telemetry
 from ctxstore.db.engine import EngineSettings, create_pool, learn_types, normalize_url
 from ctxstore.db.errors import translation
-from ctxstore.db.pool import FairPool
+from ctxstore.db.pool import FairPool, PoolStats
 from ctxstore.errors import StorageTimeoutError, StorageUnavailableError
 from ctxstore.retry import Retry
 from ctxstore.storage.postgres.statement import Driver, Statement
@@ -60,6 +60,7 @@ class Connections:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watchers: list[Callable[[Driver], object]] = []
         self._checkout_watchers: list[Callable[[Driver], Undo | None]] = []
+        self._on_wait: Callable[[float], object] | None = None
         telemetry.watch_pool(self)
 
     async def watch(
@@ -86,8 +87,20 @@ class Connections:
         pool's (an adapter's loop replaced after the old one died): the old loop's
         connections are left to it, as its transports can't be closed from here."""
         self._pool = create_pool(self.url, self.settings, init=self._opened)
+        self._pool.on_wait = self._on_wait
         self._loop = asyncio.get_running_loop()
         return self._pool
+
+    def time_waits(self, observe: Callable[[float], object]) -> None:
+        """Call ``observe`` with the seconds each call that found no idle connection
+        waited for one (the service's metrics)."""
+        self._on_wait = observe
+        if self._pool is not None:
+            self._pool.on_wait = observe
+
+    def stats(self) -> PoolStats | None:
+        """The pool's figures now (None: not opened yet, which its first call does)."""
+        return self._pool.stats() if self._pool is not None else None
 
     @asynccontextmanager
     async def driver(self) -> AsyncIterator[Driver]:

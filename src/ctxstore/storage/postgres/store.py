@@ -208,6 +208,13 @@ class PostgresStorage(Store):
         return self._connections.pool_name
 
     @property
+    def pools(self) -> dict[str, Connections]:
+        """The storage's connection pools by role: "primary", and "replica" with a read_url."""
+        if self._replica is None:
+            return {"primary": self._connections}
+        return {"primary": self._connections, "replica": self._replica}
+
+    @property
     def operation_timeout(self) -> float:
         return self._connections.operation_timeout
 
