@@ -25,6 +25,9 @@ DEFAULT_ROLE_PREFIX = "ctxstore"
 #: A request body the service reads at most: 4 MiB keeps the largest write near 60 ms of
 #: one worker's CPU (benchmarks/bench_http_fairness.py).
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+#: Where ``ctxstore serve`` listens unless told: this machine only.
+DEFAULT_HOST = "127.0.0.1"
+PORT_RANGE = (1, 65535)
 DEFAULT_MIN_GROUP_SIZE = 5
 MIN_GROUP_SIZE_RANGE = (2, 1_000_000)
 #: PostgreSQL's identifier limit (NAMEDATALEN - 1).
@@ -147,20 +150,61 @@ class Settings(BaseSettings):
         "HMAC key (hex, at least 32 digits) of the ids telemetry exports (default: random "
         "per process).",
     )
+    http_host: str = _variable(
+        "HTTP_HOST",
+        "The address `ctxstore serve` binds (0.0.0.0: every IPv4 interface, as in a "
+        "container); --host wins.",
+        DEFAULT_HOST,
+    )
+    http_port: int = _variable(
+        "HTTP_PORT", "The port `ctxstore serve` listens on (1 to 65535); --port wins.", 8080
+    )
+    http_workers: int = _variable(
+        "HTTP_WORKERS",
+        "Processes of `ctxstore serve` sharing the socket, each with its own pool of "
+        "CTXSTORE_HTTP_POOL_SIZE connections; --workers wins.",
+        1,
+    )
+    http_graceful_timeout: int = _variable(
+        "HTTP_GRACEFUL_TIMEOUT",
+        "Seconds SIGTERM lets the requests in flight finish before the service stops "
+        "(give a container's stop timeout a few seconds more); --graceful-timeout wins.",
+        30,
+    )
+    http_keep_alive: int = _variable(
+        "HTTP_KEEP_ALIVE",
+        "Seconds an idle keep-alive connection stays open: keep a client's idle timeout "
+        "below it (75, as nginx's; Go's default is 90); --keep-alive wins.",
+        75,
+    )
+    http_ssl_certfile: str | None = _variable(
+        "HTTP_SSL_CERTFILE",
+        "A TLS certificate chain (PEM): the service serves HTTPS, with "
+        "CTXSTORE_HTTP_SSL_KEYFILE; --ssl-certfile wins.",
+    )
+    http_ssl_keyfile: str | None = _variable(
+        "HTTP_SSL_KEYFILE",
+        "The TLS private key (PEM) of CTXSTORE_HTTP_SSL_CERTFILE; --ssl-keyfile wins.",
+    )
+    http_ssl_ca_certs: str | None = _variable(
+        "HTTP_SSL_CA_CERTS",
+        "CA certificates (PEM): every client must present a certificate one of them "
+        "signed (mutual TLS); --ssl-ca-certs wins.",
+    )
     http_tokens: SecretStr | None = _variable(
         "HTTP_TOKENS", "The service's token grants, one a line (; also separates)."
     )
     http_tokens_file: str | None = _variable(
         "HTTP_TOKENS_FILE",
-        "A file of token grants, when CTXSTORE_HTTP_TOKENS is unset (--tokens-file).",
+        "A file of token grants, when CTXSTORE_HTTP_TOKENS is unset; --tokens-file wins.",
     )
     http_max_body_bytes: int = _variable(
         "HTTP_MAX_BODY_BYTES",
-        "Request bodies above this many bytes are refused with 413 (--max-body-bytes).",
+        "Request bodies above this many bytes are refused with 413; --max-body-bytes wins.",
         DEFAULT_MAX_BODY,
     )
     http_pool_size: int = _variable(
-        "HTTP_POOL_SIZE", "PostgreSQL connections per service worker (--pool-size).", 10
+        "HTTP_POOL_SIZE", "PostgreSQL connections per service worker; --pool-size wins.", 10
     )
     http_operation_timeout: float = _variable(
         "HTTP_OPERATION_TIMEOUT", "Seconds a storage call may take before a 503.", 10.0
@@ -171,18 +215,19 @@ class Settings(BaseSettings):
         "Sessions the service writes expire this long after their last write (unset: never).",
     )
     http_access_log: bool = _variable(
-        "HTTP_ACCESS_LOG", "0: no log line per request (--no-access-log).", True
+        "HTTP_ACCESS_LOG", "0: no log line per request (so does --no-access-log).", True
     )
     http_log_format: str = _variable(
         "HTTP_LOG_FORMAT",
         "How the service logs: text, one readable line per record, or json, one JSON "
-        "object per line (time, level, logger, message, request_id, the access fields).",
+        "object per line (time, level, logger, message, request_id, the access fields); "
+        "--log-format wins.",
         "text",
     )
     http_log_level: str = _variable(
         "HTTP_LOG_LEVEL",
         "The service's and uvicorn's log level: debug, info, warning (no access lines) "
-        "or error; the libraries' stay at warning at least.",
+        "or error; the libraries' stay at warning at least; --log-level wins.",
         "info",
     )
     http_max_messages: int = _variable(
@@ -231,6 +276,9 @@ class Settings(BaseSettings):
         "telemetry_key",
         "http_tokens",
         "http_tokens_file",
+        "http_ssl_certfile",
+        "http_ssl_keyfile",
+        "http_ssl_ca_certs",
         mode="before",
     )
     @classmethod
@@ -302,6 +350,9 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
+        "http_workers",
+        "http_graceful_timeout",
+        "http_keep_alive",
         "http_max_body_bytes",
         "http_pool_size",
         "http_operation_timeout",
@@ -335,6 +386,39 @@ class Settings(BaseSettings):
         if number != int(number):
             raise ConfigurationError(f"{name} must be a whole number, not {number}")
         return int(number)
+
+    @field_validator("http_host", mode="before")
+    @classmethod
+    def _host(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        host = value.strip()
+        if not host:
+            return DEFAULT_HOST
+        if any(character.isspace() for character in host):
+            raise ConfigurationError(
+                f"{PREFIX}HTTP_HOST={host[:40]!r}: use one address to bind (an IP address "
+                "such as 0.0.0.0 or ::, or a host name), without spaces"
+            )
+        return host
+
+    @field_validator("http_port", mode="before")
+    @classmethod
+    def _port(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return cls.model_fields["http_port"].default
+        low, high = PORT_RANGE
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = 0
+        if not low <= number <= high:
+            raise ConfigurationError(
+                f"{PREFIX}HTTP_PORT={value.strip()[:20]!r}: use a port number from {low} to {high}"
+            )
+        return number
 
     @field_validator("http_access_log", mode="before")
     @classmethod

@@ -4,11 +4,13 @@ its default (issue 28: help and defaults on every option)."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from ctxstore.cli import build_parser
 from ctxstore.cli.reference import reference
+from ctxstore.settings import Settings
 
 
 def options(
@@ -36,10 +38,35 @@ def test_every_option_has_help_and_shows_its_default() -> None:
     assert hidden_defaults == []
 
 
+def _command(name: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = build_parser()._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
+    return parser
+
+
 def test_default_placeholders_render() -> None:
-    text = build_parser()._subparsers._group_actions[0].choices["serve"].format_help()  # type: ignore[union-attr]
-    assert "(default: 8080)" in text
+    assert "(default: 4)" in _command("summarize-worker").format_help()
+    text = _command("serve").format_help()
+    assert "(default: $CTXSTORE_HTTP_PORT, else 8080)" in text
     assert "$CTXSTORE_HTTP_TOKENS_FILE" in text
+
+
+#: serve's options that only print something and exit: nothing to configure.
+_SERVE_HELPERS = {"--help", "--new-token", "--openapi"}
+
+
+def test_every_serve_option_names_its_variable() -> None:
+    """Issue 49: every option of `ctxstore serve` has an environment form, a setting of
+    docs/configuration.md, and its help says which."""
+    variables = {str(field.validation_alias) for field in Settings.model_fields.values()}
+    named = {}
+    for action in _command("serve")._actions:
+        flag = action.option_strings[-1]
+        if flag in _SERVE_HELPERS:
+            continue
+        named[flag] = re.findall(r"\$(CTXSTORE_[A-Z_]+)", action.help or "")
+    assert all(named.values()), [flag for flag, found in named.items() if not found]
+    assert {name for found in named.values() for name in found} <= variables
+    assert len(named) == 15  # every option, the two log options among them
 
 
 def test_the_published_cli_reference_is_current() -> None:

@@ -5,6 +5,7 @@ by a clock (a busy machine would decide a time limit)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -99,9 +100,14 @@ def test_a_command_that_runs_imports_what_it_needs() -> None:
 def test_the_names_the_parser_restates_are_the_libraries_own() -> None:
     """What the parser states itself, instead of importing the module that owns it."""
     from ctxstore.db import engine  # noqa: PLC0415
-    from ctxstore.settings import Settings  # noqa: PLC0415
+    from ctxstore.settings import _LOG_CHOICES, PORT_RANGE, Settings  # noqa: PLC0415
 
     assert options.DATABASE_URL_ENV == engine.DATABASE_URL_ENV
     assert analytics.REPLICA_URL_ENV == engine.REPLICA_URL_ENV
     defaults = {name: Settings.model_fields[name].default for name in serve.SETTING_DEFAULTS}
     assert defaults == serve.SETTING_DEFAULTS
+    assert serve.LOG_CHOICES == _LOG_CHOICES
+    assert set(serve.OPTION_SETTINGS.values()) <= set(Settings.model_fields)
+    with pytest.raises(argparse.ArgumentTypeError):
+        serve.port_number(str(PORT_RANGE[1] + 1))
+    assert serve.port_number(str(PORT_RANGE[1])) == PORT_RANGE[1]

@@ -1,12 +1,22 @@
-"""The ``ctxstore`` parser: every command (and subcommand) names the function it runs."""
+"""The ``ctxstore`` parser: every command (and subcommand) names the function it runs;
+serve's options, each given or else its ``CTXSTORE_HTTP_*`` variable."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ctxstore.cli import build_parser
+from ctxstore.errors import ConfigurationError
+from ctxstore.http.auth import new_token
+from ctxstore.settings import load_settings
 
 COMMANDS = {
     "db": {"upgrade", "downgrade", "current", "distribute", "roles", "min-group-size"},
@@ -47,3 +57,148 @@ def test_a_missing_command_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args([])
     assert exited.value.code == 2
+
+
+# -- serve: each option, else its variable, else the default --------------------------------
+
+
+@dataclass
+class Served:
+    """What `ctxstore serve` handed uvicorn and the logging, and the environment the
+    workers would have started with."""
+
+    uvicorn: dict[str, Any] = field(default_factory=dict)
+    logging: tuple[str, str] = ("", "")
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.fixture
+def serve_without_a_server(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Served]:
+    """`ctxstore serve ARGS` with ENV as its environment, up to the call that would bind."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from ctxstore.http import server  # noqa: PLC0415 - the http extra
+
+    def serve(*arguments: str, **variables: str) -> Served:
+        served = Served()
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("CTXSTORE_")}
+        environment |= {
+            "CTXSTORE_DATABASE_URL": "postgresql://app@db.invalid/ctx",
+            "CTXSTORE_HTTP_TOKENS": new_token("ops", ["admin"])[1],
+            **variables,
+        }
+        monkeypatch.setattr(os, "environ", environment)
+        monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.uvicorn.update(options))
+        monkeypatch.setattr(
+            server, "configure_logging", lambda *given: setattr(served, "logging", given)
+        )
+        monkeypatch.setattr(signal, "signal", lambda *_: None)  # not this test process's
+        args = build_parser().parse_args(["serve", *arguments])
+        assert args.func(args, load_settings()) == 0
+        served.environment = dict(environment)
+        return served
+
+    return serve
+
+
+def test_serve_options_fall_back_to_their_variables(
+    serve_without_a_server: Callable[..., Served],
+) -> None:
+    defaults = serve_without_a_server().uvicorn
+    assert (defaults["host"], defaults["port"], defaults["workers"]) == ("127.0.0.1", 8080, 1)
+    assert (defaults["timeout_graceful_shutdown"], defaults["timeout_keep_alive"]) == (30, 75)
+
+    served = serve_without_a_server(
+        CTXSTORE_HTTP_HOST="0.0.0.0",
+        CTXSTORE_HTTP_PORT="9090",
+        CTXSTORE_HTTP_WORKERS="3",
+        CTXSTORE_HTTP_GRACEFUL_TIMEOUT="40",
+        CTXSTORE_HTTP_KEEP_ALIVE="20",
+        CTXSTORE_HTTP_LOG_FORMAT="json",
+        CTXSTORE_HTTP_ACCESS_LOG="0",
+    )
+    options = served.uvicorn
+    assert (options["host"], options["port"], options["workers"]) == ("0.0.0.0", 9090, 3)
+    assert (options["timeout_graceful_shutdown"], options["timeout_keep_alive"]) == (40, 20)
+    assert served.logging == ("json", "info")
+    # The variable reaches the workers as it was: serve exports no option not given.
+    assert served.environment["CTXSTORE_HTTP_ACCESS_LOG"] == "0"
+
+
+def test_a_serve_option_wins_over_its_variable_and_reaches_the_workers(
+    serve_without_a_server: Callable[..., Served],
+) -> None:
+    served = serve_without_a_server(
+        "--port",
+        "7070",
+        "--workers",
+        "2",
+        "--graceful-timeout",
+        "12",
+        "--log-format",
+        "text",
+        "--log-level",
+        "warning",
+        "--pool-size",
+        "4",
+        "--no-access-log",
+        CTXSTORE_HTTP_PORT="9090",
+        CTXSTORE_HTTP_WORKERS="3",
+        CTXSTORE_HTTP_GRACEFUL_TIMEOUT="40",
+        CTXSTORE_HTTP_LOG_FORMAT="json",
+        CTXSTORE_HTTP_LOG_LEVEL="debug",
+        CTXSTORE_HTTP_POOL_SIZE="9",
+        CTXSTORE_HTTP_KEEP_ALIVE="20",
+    )
+    options = served.uvicorn
+    assert (options["port"], options["workers"], options["timeout_graceful_shutdown"]) == (
+        7070,
+        2,
+        12,
+    )
+    assert options["timeout_keep_alive"] == 20  # no option given: the variable's
+    assert served.logging == ("text", "warning")
+    # What each worker reads (it loads the settings itself): the options given.
+    workers_read = served.environment
+    assert workers_read["CTXSTORE_HTTP_POOL_SIZE"] == "4"
+    assert workers_read["CTXSTORE_HTTP_LOG_FORMAT"] == "text"
+    assert workers_read["CTXSTORE_HTTP_ACCESS_LOG"] == "0"
+    assert workers_read["CTXSTORE_HTTP_KEEP_ALIVE"] == "20"
+
+
+def test_tls_files_come_from_options_or_variables(
+    serve_without_a_server: Callable[..., Served], tmp_path: Path
+) -> None:
+    served = serve_without_a_server(
+        "--ssl-keyfile",
+        str(tmp_path / "flag.key"),
+        CTXSTORE_HTTP_SSL_CERTFILE=str(tmp_path / "tls.crt"),
+        CTXSTORE_HTTP_SSL_KEYFILE=str(tmp_path / "tls.key"),
+    )
+    assert served.uvicorn["ssl_certfile"] == tmp_path / "tls.crt"
+    assert served.uvicorn["ssl_keyfile"] == tmp_path / "flag.key"
+    with pytest.raises(ConfigurationError, match="CTXSTORE_HTTP_SSL_KEYFILE\\) go together"):
+        serve_without_a_server(CTXSTORE_HTTP_SSL_CERTFILE=str(tmp_path / "tls.crt"))
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("--port", "65536"),
+        ("--port", "0"),
+        ("--workers", "two"),
+        ("--log-format", "logfmt"),
+        ("--log-level", "verbose"),
+    ],
+    ids=" ".join,
+)
+def test_a_bad_serve_option_is_a_usage_error(arguments: tuple[str, ...]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["serve", *arguments])
+    assert exited.value.code == 2
+
+
+def test_a_bad_variable_stops_serve_naming_it(
+    serve_without_a_server: Callable[..., Served],
+) -> None:
+    with pytest.raises(ConfigurationError, match="CTXSTORE_HTTP_PORT='99999'"):
+        serve_without_a_server(CTXSTORE_HTTP_PORT="99999")

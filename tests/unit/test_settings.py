@@ -54,7 +54,7 @@ def test_src_reads_no_ctxstore_variable_elsewhere() -> None:
 
 def test_every_variable_has_its_documented_name() -> None:
     names = {str(field.validation_alias) for field in Settings.model_fields.values()}
-    assert len(names) == 35 and all(name.startswith("CTXSTORE_") for name in names)
+    assert len(names) == 43 and all(name.startswith("CTXSTORE_") for name in names)
 
 
 def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,9 +82,53 @@ def test_values_are_typed_and_defaults_documented(monkeypatch: pytest.MonkeyPatc
     assert (loaded.http_log_format, loaded.http_log_level) == ("json", "warning")
 
 
+#: Each of serve's options as a variable: a value, and what the setting reads from it.
+SERVE_VARIABLES = [
+    ("CTXSTORE_HTTP_HOST", " 0.0.0.0 ", "http_host", "0.0.0.0"),
+    ("CTXSTORE_HTTP_PORT", "9090", "http_port", 9090),
+    ("CTXSTORE_HTTP_WORKERS", "4", "http_workers", 4),
+    ("CTXSTORE_HTTP_GRACEFUL_TIMEOUT", "45", "http_graceful_timeout", 45),
+    ("CTXSTORE_HTTP_KEEP_ALIVE", "20", "http_keep_alive", 20),
+    ("CTXSTORE_HTTP_SSL_CERTFILE", "/tls/tls.crt", "http_ssl_certfile", "/tls/tls.crt"),
+    ("CTXSTORE_HTTP_SSL_KEYFILE", "/tls/tls.key", "http_ssl_keyfile", "/tls/tls.key"),
+    ("CTXSTORE_HTTP_SSL_CA_CERTS", "/tls/ca.crt", "http_ssl_ca_certs", "/tls/ca.crt"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "field", "read"), SERVE_VARIABLES)
+def test_each_serve_option_has_a_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, field: str, read: object
+) -> None:
+    unset = getattr(load_settings(), field)
+    assert unset == Settings.model_fields[field].default != read
+    monkeypatch.setenv(name, value)
+    assert getattr(load_settings(), field) == read
+    monkeypatch.setenv(name, "  ")  # blank: the default, as for every variable
+    assert getattr(load_settings(), field) == unset
+
+
+def test_serve_defaults_are_the_ones_it_always_had() -> None:
+    defaults = Settings()
+    assert (defaults.http_host, defaults.http_port, defaults.http_workers) == (
+        "127.0.0.1",
+        8080,
+        1,
+    )
+    assert (defaults.http_graceful_timeout, defaults.http_keep_alive) == (30, 75)
+    assert defaults.http_ssl_certfile is None and defaults.http_ssl_ca_certs is None
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
+        ("CTXSTORE_HTTP_HOST", "0.0.0.0 ::", r"CTXSTORE_HTTP_HOST='0.0.0.0 ::': use one address"),
+        ("CTXSTORE_HTTP_PORT", "70000", "CTXSTORE_HTTP_PORT='70000': use a port number from 1"),
+        ("CTXSTORE_HTTP_PORT", "http", "CTXSTORE_HTTP_PORT='http': use a port number"),
+        ("CTXSTORE_HTTP_PORT", "0", "CTXSTORE_HTTP_PORT='0': use a port number"),
+        ("CTXSTORE_HTTP_WORKERS", "0", "CTXSTORE_HTTP_WORKERS must be a positive number"),
+        ("CTXSTORE_HTTP_WORKERS", "2.5", "CTXSTORE_HTTP_WORKERS must be a whole number"),
+        ("CTXSTORE_HTTP_GRACEFUL_TIMEOUT", "-1", "CTXSTORE_HTTP_GRACEFUL_TIMEOUT must be a po"),
+        ("CTXSTORE_HTTP_KEEP_ALIVE", "soon", "CTXSTORE_HTTP_KEEP_ALIVE must be a positive"),
         ("CTXSTORE_HTTP_POOL_SIZE", "ten", "CTXSTORE_HTTP_POOL_SIZE must be a positive number"),
         ("CTXSTORE_HTTP_RETRY_AFTER", "1.5", "CTXSTORE_HTTP_RETRY_AFTER must be a whole number"),
         ("CTXSTORE_BACKUP_RETENTION_DAYS", "0", "CTXSTORE_BACKUP_RETENTION_DAYS must be a posi"),

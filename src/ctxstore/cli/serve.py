@@ -1,10 +1,15 @@
-"""``ctxstore serve``: the HTTP service (the http extra; docs/http.md)."""
+"""``ctxstore serve``: the HTTP service (the http extra; docs/http.md).
+
+Every option but the helper outputs (--new-token, --openapi) has an environment form, a
+``CTXSTORE_*`` setting (docs/configuration.md): the option wins, the variable comes
+next, then the setting's default.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.cli.options import Commands, add_database_url, positive_int
 from ctxstore.errors import ConfigurationError
@@ -12,10 +17,67 @@ from ctxstore.errors import ConfigurationError
 if TYPE_CHECKING:
     from ctxstore.settings import Settings
 
-#: The settings' defaults for the two options that default to a setting, restated so that
-#: the parser needs no pydantic (tests/unit/test_cli_imports.py holds them equal to
-#: Settings.model_fields).
-SETTING_DEFAULTS = {"http_max_body_bytes": 4 * 1024 * 1024, "http_pool_size": 10}
+#: The settings' defaults the help shows, restated so that the parser needs no pydantic
+#: (tests/unit/test_cli_imports.py holds them equal to Settings.model_fields).
+SETTING_DEFAULTS: dict[str, object] = {
+    "http_host": "127.0.0.1",
+    "http_port": 8080,
+    "http_workers": 1,
+    "http_max_body_bytes": 4 * 1024 * 1024,
+    "http_pool_size": 10,
+    "http_graceful_timeout": 30,
+    "http_keep_alive": 75,
+    "http_log_format": "text",
+    "http_log_level": "info",
+}
+#: The values of --log-format and --log-level, as ctxstore.settings allows them (the
+#: same test holds the two equal).
+LOG_CHOICES = {
+    "http_log_format": ("text", "json"),
+    "http_log_level": ("debug", "info", "warning", "error"),
+}
+#: Each option's destination and the setting it stands for: what a given option exports
+#: as that setting's variable (``CTXSTORE_`` and the name in capitals).
+OPTION_SETTINGS = {
+    "database_url": "database_url",
+    "host": "http_host",
+    "port": "http_port",
+    "workers": "http_workers",
+    "tokens_file": "http_tokens_file",
+    "max_body_bytes": "http_max_body_bytes",
+    "pool_size": "http_pool_size",
+    "graceful_timeout": "http_graceful_timeout",
+    "keep_alive": "http_keep_alive",
+    "ssl_certfile": "http_ssl_certfile",
+    "ssl_keyfile": "http_ssl_keyfile",
+    "ssl_ca_certs": "http_ssl_ca_certs",
+    "log_format": "http_log_format",
+    "log_level": "http_log_level",
+}
+
+
+def port_number(value: str) -> int:
+    number = positive_int(value)
+    if number > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number up to 65535, not {value!r}")
+    return number
+
+
+def _variable(setting: str) -> str:
+    return "$CTXSTORE_" + setting.upper()
+
+
+def _falls_back(what: str, setting: str) -> str:
+    """Help that names the setting an option falls back to, and its default."""
+    default = SETTING_DEFAULTS.get(setting)
+    fallback = f", else {default}" if default is not None else ""
+    return f"{what} (default: {_variable(setting)}{fallback})"
+
+
+def _setting_option(parser: argparse.ArgumentParser, flag: str, what: str, **options: Any) -> None:
+    """An option that defaults to None: not given, the setting decides."""
+    dest = flag.removeprefix("--").replace("-", "_")
+    parser.add_argument(flag, help=_falls_back(what, OPTION_SETTINGS[dest]), **options)
 
 
 def register(commands: Commands) -> None:
@@ -23,49 +85,44 @@ def register(commands: Commands) -> None:
         "serve", help="the HTTP service (needs the http extra; docs/http.md)"
     )
     add_database_url(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    serve.add_argument(
-        "--port", type=positive_int, default=8080, help="port (default: %(default)s)"
-    )
-    serve.add_argument(
-        "--workers", type=positive_int, default=1, help="processes (default: %(default)s)"
-    )
+    _setting_option(serve, "--host", "address to bind, 0.0.0.0 for every interface")
+    _setting_option(serve, "--port", "port", type=port_number)
+    _setting_option(serve, "--workers", "processes, each with its pool", type=positive_int)
     serve.add_argument(
         "--tokens-file",
         type=Path,
         help="a file of token grants, one a line (default: $CTXSTORE_HTTP_TOKENS_FILE; "
         "$CTXSTORE_HTTP_TOKENS, the grants themselves, wins over both)",
     )
-    serve.add_argument(
-        "--max-body-bytes",
-        type=positive_int,
-        help="largest request body in bytes (default: "
-        f"{SETTING_DEFAULTS['http_max_body_bytes']}, $CTXSTORE_HTTP_MAX_BODY_BYTES)",
-    )
-    serve.add_argument(
-        "--pool-size",
-        type=positive_int,
-        help="connections per worker (default: "
-        f"{SETTING_DEFAULTS['http_pool_size']}, $CTXSTORE_HTTP_POOL_SIZE)",
-    )
-    serve.add_argument(
+    _setting_option(serve, "--max-body-bytes", "largest request body in bytes", type=positive_int)
+    _setting_option(serve, "--pool-size", "connections per worker", type=positive_int)
+    _setting_option(
+        serve,
         "--graceful-timeout",
+        "seconds SIGTERM waits for requests in flight",
         type=positive_int,
-        default=30,
-        help="seconds SIGTERM waits for requests in flight (default: %(default)s)",
+    )
+    _setting_option(serve, "--keep-alive", "idle connection seconds", type=positive_int)
+    _setting_option(serve, "--ssl-certfile", "TLS certificate chain (PEM)", type=Path)
+    _setting_option(serve, "--ssl-keyfile", "TLS private key (PEM)", type=Path)
+    _setting_option(
+        serve,
+        "--ssl-ca-certs",
+        "require client certificates signed by these CAs",
+        type=Path,
     )
     serve.add_argument(
-        "--keep-alive",
-        type=positive_int,
-        default=75,
-        help="idle connection seconds (default: %(default)s)",
+        "--no-access-log",
+        action="store_true",
+        help="no line per request (default: $CTXSTORE_HTTP_ACCESS_LOG, else a line each)",
     )
-    serve.add_argument("--ssl-certfile", type=Path, help="TLS certificate chain (PEM)")
-    serve.add_argument("--ssl-keyfile", type=Path, help="TLS private key (PEM)")
-    serve.add_argument(
-        "--ssl-ca-certs", type=Path, help="require client certificates signed by these CAs"
+    _setting_option(
+        serve,
+        "--log-format",
+        "text or one JSON object a line",
+        choices=LOG_CHOICES["http_log_format"],
     )
-    serve.add_argument("--no-access-log", action="store_true", help="no line per request")
+    _setting_option(serve, "--log-level", "log level", choices=LOG_CHOICES["http_log_level"])
     serve.add_argument(
         "--new-token",
         metavar="NAME:SCOPES",
@@ -77,9 +134,20 @@ def register(commands: Commands) -> None:
     serve.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, _settings: Settings) -> int:
-    # Each worker loads the settings itself (ctxstore.http.app): the options travel to
-    # them as environment variables.
+def given_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The options given, as the settings they stand for (field name: text, as the
+    environment would spell it)."""
+    given = {
+        setting: str(getattr(args, dest))
+        for dest, setting in OPTION_SETTINGS.items()
+        if getattr(args, dest) is not None
+    }
+    if args.no_access_log:
+        given["http_access_log"] = "0"
+    return given
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         from ctxstore.http import server  # noqa: PLC0415 - the http extra
     except ImportError as error:
@@ -91,20 +159,6 @@ def run(args: argparse.Namespace, _settings: Settings) -> int:
         return server.print_new_token(args.new_token)
     if args.openapi:
         return server.print_openapi()
-    return server.serve(
-        server.ServeOptions(
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            database_url=args.database_url,
-            tokens_file=args.tokens_file,
-            max_body_bytes=args.max_body_bytes,
-            pool_size=args.pool_size,
-            graceful_timeout=args.graceful_timeout,
-            keep_alive=args.keep_alive,
-            ssl_certfile=args.ssl_certfile,
-            ssl_keyfile=args.ssl_keyfile,
-            ssl_ca_certs=args.ssl_ca_certs,
-            access_log=not args.no_access_log,
-        )
-    )
+    # Each worker loads the settings itself (ctxstore.http.app): the options given travel
+    # to them as the variables they stand for.
+    return server.serve(server.ServeOptions.resolve(settings, given_settings(args)))

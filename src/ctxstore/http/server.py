@@ -1,10 +1,10 @@
 """``ctxstore serve``: the service under uvicorn, its logging, and its helper outputs.
 
 uvicorn is the ASGI server: one process, or ``--workers N`` processes sharing the
-socket.  Options become environment variables (ctxstore.http.settings) so every worker
-reads the same configuration.  SIGTERM (or Ctrl-C) stops accepting connections, lets
-the requests in flight finish (up to ``--graceful-timeout`` seconds), closes the pool
-and exits 0.
+socket.  Each option has a ``CTXSTORE_HTTP_*`` setting; an option given is exported as
+its variable, so every worker reads the same configuration.  SIGTERM (or Ctrl-C) stops
+accepting connections, lets the requests in flight finish (up to ``--graceful-timeout``
+seconds), closes the pool and exits 0.
 """
 
 from __future__ import annotations
@@ -15,35 +15,29 @@ import signal
 import ssl
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxstore.db.engine import DATABASE_URL_ENV
 from ctxstore.errors import ConfigurationError
 from ctxstore.http.auth import TOKENS_FILE_ENV, new_token
 from ctxstore.http.connections import LOOP_FACTORY
 from ctxstore.http.logs import configure_logging
 from ctxstore.http.metrics import MULTIPROC_ENV
-from ctxstore.http.settings import (
-    ACCESS_LOG_ENV,
-    MAX_BODY_ENV,
-    POOL_SIZE_ENV,
-    HttpSettings,
-)
-from ctxstore.settings import load_settings
+from ctxstore.http.settings import HttpSettings
+from ctxstore.settings import DEFAULT_HOST, Settings, load_settings
 
 APP = "ctxstore.http.app:app_from_environment"
 
 
 @dataclass(frozen=True)
 class ServeOptions:
-    host: str = "127.0.0.1"
+    """What the supervisor binds and how it stops, resolved: each option given, else
+    its ``CTXSTORE_HTTP_*`` variable, else the setting's default."""
+
+    host: str = DEFAULT_HOST
     port: int = 8080
     workers: int = 1
-    database_url: str | None = None
-    tokens_file: Path | None = None
-    max_body_bytes: int | None = None
-    pool_size: int | None = None
     graceful_timeout: int = 30
     #: Seconds an idle keep-alive connection stays open: above a client's idle timeout
     #: would be safest; 75 s, as nginx, leaves Go's 90 s default racing only rarely.
@@ -51,18 +45,53 @@ class ServeOptions:
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
     ssl_ca_certs: Path | None = None
-    access_log: bool = True
+    #: The options given, as the variables they stand for ({"CTXSTORE_HTTP_POOL_SIZE":
+    #: "4"}): exported before uvicorn starts, so that every worker, which loads the
+    #: settings itself, reads what the supervisor resolved.
+    exported: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def resolve(cls, settings: Settings, given: Mapping[str, str] | None = None) -> ServeOptions:
+        """``settings`` with the options ``given`` (setting name: text) over them,
+        validated as the environment's values are (a bad one names its variable)."""
+        given = dict(given or {})
+        resolved = settings.replaced(given)
+        return cls(
+            host=resolved.http_host,
+            port=resolved.http_port,
+            workers=resolved.http_workers,
+            graceful_timeout=resolved.http_graceful_timeout,
+            keep_alive=resolved.http_keep_alive,
+            ssl_certfile=_path(resolved.http_ssl_certfile),
+            ssl_keyfile=_path(resolved.http_ssl_keyfile),
+            ssl_ca_certs=_path(resolved.http_ssl_ca_certs),
+            exported={_variable_of(name): text for name, text in given.items()},
+        )
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value is not None else None
+
+
+def _variable_of(setting: str) -> str:
+    alias = Settings.model_fields[setting].validation_alias
+    if not isinstance(alias, str):
+        raise ConfigurationError(f"{setting!r} is not a ctxstore setting")
+    return alias
 
 
 def serve(options: ServeOptions) -> int:
     import uvicorn  # noqa: PLC0415 - the http extra; its absence is reported by the CLI
 
-    _export(options)
+    os.environ.update(options.exported)
     # What each worker will load: refuse a bad configuration before binding the port.
     settings = load_settings()
     HttpSettings.from_settings(settings)
     if (options.ssl_certfile is None) != (options.ssl_keyfile is None):
-        raise ConfigurationError("--ssl-certfile and --ssl-keyfile go together")
+        raise ConfigurationError(
+            "--ssl-certfile and --ssl-keyfile (CTXSTORE_HTTP_SSL_CERTFILE and "
+            "CTXSTORE_HTTP_SSL_KEYFILE) go together"
+        )
     configure_logging(settings.http_log_format, settings.http_log_level)
     metrics_dir = None
     if options.workers > 1 and not os.environ.get(MULTIPROC_ENV):
@@ -100,18 +129,6 @@ def serve(options: ServeOptions) -> int:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
-
-
-def _export(options: ServeOptions) -> None:
-    if options.database_url:
-        os.environ[DATABASE_URL_ENV] = options.database_url
-    if options.tokens_file is not None:
-        os.environ[TOKENS_FILE_ENV] = str(options.tokens_file)
-    if options.max_body_bytes is not None:
-        os.environ[MAX_BODY_ENV] = str(options.max_body_bytes)
-    if options.pool_size is not None:
-        os.environ[POOL_SIZE_ENV] = str(options.pool_size)
-    os.environ[ACCESS_LOG_ENV] = "1" if options.access_log else "0"
 
 
 def print_new_token(spec: str) -> int:

@@ -1,8 +1,8 @@
 """The service's settings, from ctxstore's Settings (each worker process loads them
 itself, at its entry: ``app_from_environment``).
 
-``ctxstore serve`` turns its options into environment variables before the server
-starts, so one process or several read the same configuration.
+``ctxstore serve`` exports the options it was given as the variables they stand for
+before the server starts, so one process or several read the same configuration.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ from ctxstore.http.auth import TokenRegistry
 from ctxstore.settings import DEFAULT_MAX_BODY, Settings
 from ctxstore.storage.postgres import PostgresStorage
 from ctxstore.tokens import DEFAULT_ENCODING, TokenCounter
-
-MAX_BODY_ENV = "CTXSTORE_HTTP_MAX_BODY_BYTES"
-POOL_SIZE_ENV = "CTXSTORE_HTTP_POOL_SIZE"
-ACCESS_LOG_ENV = "CTXSTORE_HTTP_ACCESS_LOG"
 
 
 @dataclass(frozen=True)
