@@ -62,6 +62,7 @@ SHELL_RECIPES: dict[tuple[str, int], str] = {
     ("guide.md", 1): "a running ctxstore serve and its token (tests/http/test_live.py)",
     ("guide.md", 4): "a PgBouncer, a migrator login and a replica (tests/integration)",
     ("http.md", 0): "an install from a clone, then a server that runs until stopped",
+    ("install.md", 0): "a clone's parent folder (scripts/check-package installs the wheel)",
     ("models.md", 1): "a summarizer of your own (tests/integration/test_summaries.py runs one)",
     ("telemetry.md", 0): "an install from a clone",
     ("threat-model.md", 0): "a real user's id and the migrator's login",
