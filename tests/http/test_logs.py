@@ -230,3 +230,19 @@ def test_the_not_ready_line_says_what_the_cli_says_and_the_level_filters(
     assert secret not in log
     # warning: no access line, no uvicorn INFO (the not-ready line is a WARNING).
     assert "ctxstore.http.access" not in log and "INFO" not in log
+
+
+def test_the_openapi_document_names_the_request_id_everywhere() -> None:
+    """Every operation takes X-Request-ID and every response carries it, as the
+    middleware does for every route; its description states the accepted form."""
+    document = json.loads((REPO / "docs" / "openapi.json").read_text(encoding="utf-8"))
+    parameter = document["components"]["parameters"]["RequestId"]
+    assert (parameter["name"], parameter["in"]) == ("X-Request-ID", "header")
+    assert logs.REQUEST_ID_PATTERN in parameter["description"]
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            refs = [p.get("$ref") for p in operation["parameters"]]
+            assert "#/components/parameters/RequestId" in refs, f"{method} {path}"
+            for status, response in operation["responses"].items():
+                header = response["headers"]["X-Request-ID"]
+                assert header == {"$ref": "#/components/headers/RequestId"}, (method, path, status)

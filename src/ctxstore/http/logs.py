@@ -32,8 +32,10 @@ from ctxstore.redaction import RedactingFilter
 SERVICE_LOGGERS = ("ctxstore.http", "ctxstore.schema", "uvicorn.error")
 #: The access line's fields, JSON keys of their own (``extra=`` of the record).
 ACCESS_FIELDS = ("method", "route", "status", "duration_ms", "principal")
-#: A caller's request id is taken as it is when it is 1 to 200 of these characters.
-_WELL_FORMED = re.compile(r"[A-Za-z0-9._:-]{1,200}")
+#: A caller's request id is taken as it is when it is 1 to 200 of these characters (the
+#: OpenAPI document publishes it as the header's pattern).
+REQUEST_ID_PATTERN = r"[A-Za-z0-9._:-]{1,200}"
+_WELL_FORMED = re.compile(REQUEST_ID_PATTERN)
 _QUIET_LOGGERS = ("sqlalchemy", "asyncpg")
 
 #: The id of the request this task serves (None: outside a request).

@@ -17,6 +17,7 @@ from fastapi.openapi.utils import get_openapi
 from ctxstore import __version__
 from ctxstore.contract import contract_json_schema
 from ctxstore.http.bodies import REQUEST_MODELS
+from ctxstore.http.logs import REQUEST_ID_PATTERN
 from ctxstore.http.problems import ERROR_TYPES, HTTP_TYPES
 from ctxstore.http.security import BEARER_SCHEME
 
@@ -33,6 +34,22 @@ its `x-required-scope`. See docs/http.md.
 
 #: Request bodies described by the contract's schema rather than their model's.
 DOCUMENTS = frozenset({"ConsultationState", "UserProfile"})
+#: Every operation takes and answers X-Request-ID (the middleware, for every route).  Any
+#: value is accepted: one that is not well-formed is replaced, never refused.
+REQUEST_ID_PARAMETER = {
+    "name": "X-Request-ID",
+    "in": "header",
+    "required": False,
+    "description": "An id of the caller's for this request, taken when it matches "
+    f"`{REQUEST_ID_PATTERN}` (else a new one is made): echoed in the response and "
+    "written on the request's log lines.",
+    "schema": {"type": "string"},
+}
+REQUEST_ID_HEADER = {
+    "description": "The request's id: the caller's X-Request-ID when well-formed, else "
+    "a new one (32 hex digits).",
+    "schema": {"type": "string"},
+}
 _TYPES = sorted({kind.uri for kind in (*ERROR_TYPES.values(), *HTTP_TYPES)})
 
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -122,6 +139,8 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         routes=app.state.documented_routes,
     )
     document["components"]["securitySchemes"] = BEARER_SCHEME
+    document["components"]["parameters"] = {"RequestId": REQUEST_ID_PARAMETER}
+    document["components"]["headers"] = {"RequestId": REQUEST_ID_HEADER}
     schemas = document["components"]["schemas"]
     schemas["Problem"] = PROBLEM_SCHEMA
     contract = _relinked(contract_json_schema())
@@ -143,12 +162,23 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
         schemas[name] = schema
     for path_item in document["paths"].values():
         for operation in path_item.values():
-            for parameter in operation.get("parameters", ()):
-                _drop_null(parameter["schema"])
-            for status, links in LINKS.get(operation["operationId"], {}).items():
-                operation["responses"][status]["links"] = links
+            _finish(operation)
     app.openapi_schema = document
     return document
+
+
+def _finish(operation: dict[str, Any]) -> None:
+    """What FastAPI doesn't write: optional headers without null, the request id every
+    route takes and answers, and the links from one call to the next."""
+    for parameter in operation.get("parameters", ()):
+        _drop_null(parameter["schema"])
+    operation.setdefault("parameters", []).append({"$ref": "#/components/parameters/RequestId"})
+    for response in operation["responses"].values():
+        response.setdefault("headers", {})["X-Request-ID"] = {
+            "$ref": "#/components/headers/RequestId"
+        }
+    for status, links in LINKS.get(operation["operationId"], {}).items():
+        operation["responses"][status]["links"] = links
 
 
 def _relinked(schema: Any) -> Any:
