@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ctxstore.storage.store import Store, VersionedStorage
     from ctxstore.tokens import TokenCounter
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 #: Public name -> the module that defines it, imported on first access.  The models
 #: import pydantic, the context tiktoken's counter, and the backends SQLAlchemy and

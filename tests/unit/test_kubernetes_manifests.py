@@ -18,6 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+import ctxstore
 from ctxstore.cli import build_parser
 from ctxstore.cli import db as db_command
 from ctxstore.cli.serve import given_settings
@@ -204,6 +205,7 @@ def test_every_container_runs_the_one_image_both_kustomizations_name() -> None:
     assert _kustomization(MIGRATE)["images"] == [rule]  # a release migrates with its code
     image = f"{rule['newName']}:{rule['newTag']}"
     assert {c["image"] for c in _containers(ROLLOUT + MIGRATION)} == {image}
+    assert rule["newTag"] == ctxstore.__version__  # the base names the release it ships with
 
 
 def test_the_secrets_stay_out_of_the_kustomizations_and_are_placeholders() -> None:
