@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 from typing import Any
 
 import pytest
@@ -91,12 +93,19 @@ async def test_a_request_within_the_limits_passes_through_untouched() -> None:
     ids=["target", "fields", "bytes", "upgrade"],
 )
 async def test_a_head_past_a_limit_is_answered_and_closed_unseen(
-    head: bytes, status: int, detail: str
+    head: bytes, status: int, detail: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     gate, transport, served = _open()
-    gate.data_received(head)
+    with caplog.at_level(logging.INFO, logger="uvicorn.error"):
+        gate.data_received(head)
     assert _status(transport) == status and transport.closed
-    assert detail in json.loads(transport.written.partition(b"\r\n\r\n")[2])["detail"]
+    response_head, _, body = transport.written.partition(b"\r\n\r\n")
+    assert detail in json.loads(body)["detail"]
+    # The response's id is on the line that logs the refusal.
+    found = re.search(rb"\r\nx-request-id: ([0-9a-f]{32})\r\n", response_head + b"\r\n")
+    assert found is not None
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("refused before")]
+    assert record.request_id == found.group(1).decode()
     assert served.received == b""
     gate.data_received(b"more\r\n\r\n")  # nothing more reaches the server's protocol
     assert served.received == b""

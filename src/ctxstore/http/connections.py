@@ -32,6 +32,7 @@ from typing import Any, cast
 
 import httptools
 
+from ctxstore.http.logs import request_id_of
 from ctxstore.http.problems import (
     HEAD_TOO_LARGE,
     MALFORMED,
@@ -266,8 +267,17 @@ class ConnectionGate(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        transport.write(raw_problem(refusal.kind, refusal.detail))
+        # The head was not read whole, so the caller's X-Request-ID is not known: a new id
+        # ties the response to its log line.
+        request_id = request_id_of(None)
+        transport.write(raw_problem(refusal.kind, refusal.detail, request_id))
         transport.close()
+        log.info(
+            "refused before the application: %d %s",
+            refusal.kind.status,
+            refusal.detail,
+            extra={"request_id": request_id},
+        )
 
     def _arm(self) -> None:
         """The head deadline, ``head_timeout`` from now.
@@ -298,7 +308,7 @@ class ConnectionGate(asyncio.Protocol):
         self._head_timed_out()
 
 
-def raw_problem(kind: ProblemType, detail: str) -> bytes:
+def raw_problem(kind: ProblemType, detail: str, request_id: str) -> bytes:
     """A whole HTTP/1.1 response: the problem, then the connection is closed."""
     body = json.dumps(
         {"type": kind.uri, "title": kind.title, "status": kind.status, "detail": detail},
@@ -309,6 +319,7 @@ def raw_problem(kind: ProblemType, detail: str) -> bytes:
             f"HTTP/1.1 {kind.status} {HTTPStatus(kind.status).phrase}\r\n".encode(),
             b"content-type: " + MEDIA_TYPE.encode() + b"\r\n",
             b"content-length: " + str(len(body)).encode() + b"\r\n",
+            b"x-request-id: " + request_id.encode() + b"\r\n",
             b"connection: close\r\n\r\n",
             body,
         )
