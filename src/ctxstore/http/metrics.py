@@ -228,7 +228,7 @@ class Metrics:
 
 class SummaryQueueGauges(Collector):
     """The summary jobs by state and the age of the oldest still to run, read by one
-    statement (the one ``ctxstore summarize`` reports with), at most every
+    statement (the one ``ctxstore summarize-worker --status`` prints), at most every
     QUEUE_CACHE_SECONDS.  Absent after a read that failed; the failure is counted."""
 
     def __init__(
