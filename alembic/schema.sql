@@ -413,6 +413,44 @@ ALTER TABLE analytics_refreshed_days OWNER TO :"owner_role";
 ALTER TABLE ONLY analytics_refreshed_days
     ADD CONSTRAINT pk_analytics_refreshed_days PRIMARY KEY (day);
 
+CREATE TABLE analytics_months (
+    month date NOT NULL,
+    consultations integer NOT NULL,
+    with_red_flags integer,
+    min_group_size integer NOT NULL,
+    fingerprint text NOT NULL,
+    published_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT pk_analytics_months PRIMARY KEY (month),
+    CONSTRAINT ck_analytics_months_first_of_month CHECK ((EXTRACT(day FROM month) = (1)::numeric)),
+    CONSTRAINT ck_analytics_months_consultations_positive CHECK ((consultations > 0))
+);
+
+ALTER TABLE analytics_months OWNER TO :"owner_role";
+
+CREATE TABLE analytics_month_kinds (
+    month date NOT NULL,
+    kind text NOT NULL,
+    shown_values integer NOT NULL,
+    withheld_values integer,
+    withheld_consultations integer,
+    CONSTRAINT pk_analytics_month_kinds PRIMARY KEY (month, kind),
+    CONSTRAINT fk_analytics_month_kinds_month_analytics_months FOREIGN KEY (month) REFERENCES analytics_months(month) ON DELETE CASCADE
+);
+
+ALTER TABLE analytics_month_kinds OWNER TO :"owner_role";
+
+CREATE TABLE analytics_month_cells (
+    kind text NOT NULL,
+    month date NOT NULL,
+    value text NOT NULL,
+    consultations integer NOT NULL,
+    CONSTRAINT pk_analytics_month_cells PRIMARY KEY (kind, month, value),
+    CONSTRAINT ck_analytics_month_cells_consultations_positive CHECK ((consultations > 0)),
+    CONSTRAINT fk_analytics_month_cells_month_analytics_months FOREIGN KEY (month) REFERENCES analytics_months(month) ON DELETE CASCADE
+);
+
+ALTER TABLE analytics_month_cells OWNER TO :"owner_role";
+
 -- Alembic's own (it creates the table before the first revision runs).
 CREATE TABLE IF NOT EXISTS alembic_version (
     version_num character varying(32) NOT NULL,
@@ -1518,21 +1556,135 @@ $$;
 
 ALTER FUNCTION analytics_frequencies_v3(kind text, since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
 
+CREATE FUNCTION analytics_check_months_v1(caller text, since date, until date) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF since <> date_trunc('month', since::timestamp)::date THEN
+        RAISE EXCEPTION '%: since must be the first day of a month, not %', caller, since
+            USING ERRCODE = '22023',
+                  HINT = 'these figures are published per calendar month, the only period they have';
+    END IF;
+    IF until <> date_trunc('month', until::timestamp)::date THEN
+        RAISE EXCEPTION '%: until must be the first day of a month, not %', caller, until
+            USING ERRCODE = '22023',
+                  HINT = 'these figures are published per calendar month, the only period they have';
+    END IF;
+END
+$$;
+
+ALTER FUNCTION analytics_check_months_v1(caller text, since date, until date) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_month_values_v1(since date DEFAULT NULL::date, until date DEFAULT NULL::date) RETURNS TABLE(kind text, month date, value text, consultations integer)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM public.analytics_check_months_v1('analytics_month_values_v1', since, until);
+    -- Only months published with today's k: a month awaiting its refresh after k changed
+    -- shows nothing until then.
+    RETURN QUERY
+    SELECT c.kind, c.month, c.value, c.consultations
+      FROM public.analytics_month_cells AS c
+      JOIN public.analytics_months AS m ON m.month = c.month
+     WHERE m.min_group_size = (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st)
+       AND (analytics_month_values_v1.since IS NULL OR c.month >= analytics_month_values_v1.since)
+       AND (analytics_month_values_v1.until IS NULL OR c.month < analytics_month_values_v1.until);
+END
+$$;
+
+ALTER FUNCTION analytics_month_values_v1(since date, until date) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_month_withheld_v1(since date DEFAULT NULL::date, until date DEFAULT NULL::date) RETURNS TABLE(kind text, month date, consultations integer, shown_values integer, withheld_values integer, withheld_consultations integer)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM public.analytics_check_months_v1('analytics_month_withheld_v1', since, until);
+    RETURN QUERY
+    SELECT w.kind, w.month, m.consultations, w.shown_values, w.withheld_values,
+           w.withheld_consultations
+      FROM public.analytics_month_kinds AS w
+      JOIN public.analytics_months AS m ON m.month = w.month
+     WHERE m.min_group_size = (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st)
+       AND (analytics_month_withheld_v1.since IS NULL OR w.month >= analytics_month_withheld_v1.since)
+       AND (analytics_month_withheld_v1.until IS NULL OR w.month < analytics_month_withheld_v1.until);
+END
+$$;
+
+ALTER FUNCTION analytics_month_withheld_v1(since date, until date) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_red_flag_months_v1(since date DEFAULT NULL::date, until date DEFAULT NULL::date) RETURNS TABLE(month date, consultations integer, with_red_flags integer, share numeric)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM public.analytics_check_months_v1('analytics_red_flag_months_v1', since, until);
+    RETURN QUERY
+    SELECT m.month, m.consultations, m.with_red_flags,
+           round(m.with_red_flags::numeric / m.consultations, 4)
+      FROM public.analytics_months AS m
+     WHERE m.min_group_size = (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st)
+       AND (analytics_red_flag_months_v1.since IS NULL OR m.month >= analytics_red_flag_months_v1.since)
+       AND (analytics_red_flag_months_v1.until IS NULL OR m.month < analytics_red_flag_months_v1.until);
+END
+$$;
+
+ALTER FUNCTION analytics_red_flag_months_v1(since date, until date) OWNER TO :"owner_role";
+
+CREATE FUNCTION analytics_overview_v4(since timestamp with time zone, until timestamp with time zone) RETURNS TABLE(consultations bigint, messages bigint, avg_turns numeric, summarized_share numeric, median_minutes numeric, p90_minutes numeric)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_k integer := (SELECT st.min_group_size FROM public.ctxstore_analytics_settings AS st);
+BEGIN
+    IF since <> date_trunc('day', since, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_overview_v4: since must be a whole day (UTC midnight), not %', since
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    IF until <> date_trunc('day', until, 'UTC') THEN
+        RAISE EXCEPTION 'analytics_overview_v4: until must be a whole day (UTC midnight), not %', until
+            USING ERRCODE = '22023',
+                  HINT = 'analytics windows are whole days, so no two differ by one consultation';
+    END IF;
+    -- No red-flag rate: two windows a day apart would difference to the day's red flags.
+    -- The red-flag share is per published month (analytics_red_flag_months_v1).
+    RETURN QUERY EXECUTE $q$
+        SELECT count(*),
+               coalesce(sum(c.message_count), 0)::bigint,
+               CASE WHEN count(*) >= $3 THEN round(avg(c.turn_count), 2) END,
+               CASE WHEN count(*) >= $3 THEN round(avg((c.summary_version > 0)::int), 4) END,
+               CASE WHEN count(*) >= $3 THEN round((percentile_cont(0.5) WITHIN GROUP (ORDER BY c.duration_seconds) / 60)::numeric, 1) END,
+               CASE WHEN count(*) >= $3 THEN round((percentile_cont(0.9) WITHIN GROUP (ORDER BY c.duration_seconds) / 60)::numeric, 1) END
+          FROM analytics_consultation_details AS c
+         WHERE ($1 IS NULL OR c.first_activity >= $1)
+           AND ($2 IS NULL OR c.first_activity < $2)
+    $q$ USING since, until, v_k;
+END
+$_$;
+
+ALTER FUNCTION analytics_overview_v4(since timestamp with time zone, until timestamp with time zone) OWNER TO :"owner_role";
+
 -- ======================================================================================
 -- Views: what the analytics role reads (no clinical free text)
 -- ======================================================================================
 
 CREATE VIEW analytics_body_part_frequencies WITH (security_barrier='true') AS
- SELECT f.value AS body_part,
-    f.consultations
-   FROM analytics_frequencies_v3('body_part'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+ SELECT v.value AS body_part, sum(v.consultations) AS consultations
+   FROM analytics_month_values_v1() v(kind, month, value, consultations)
+  WHERE v.kind = 'body_part'::text
+  GROUP BY v.value;
 
 ALTER TABLE analytics_body_part_frequencies OWNER TO :"owner_role";
 
 CREATE VIEW analytics_complaint_frequencies WITH (security_barrier='true') AS
- SELECT f.value AS chief_complaint,
-    f.consultations
-   FROM analytics_frequencies_v3('chief_complaint'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+ SELECT v.value AS chief_complaint, sum(v.consultations) AS consultations
+   FROM analytics_month_values_v1() v(kind, month, value, consultations)
+  WHERE v.kind = 'chief_complaint'::text
+  GROUP BY v.value;
 
 ALTER TABLE analytics_complaint_frequencies OWNER TO :"owner_role";
 
@@ -1563,8 +1715,6 @@ ALTER TABLE analytics_consultation_details OWNER TO :"owner_role";
 CREATE VIEW analytics_consultations WITH (security_barrier='true') AS
  SELECT encode(sha256((k.outer_pad || sha256((k.inner_pad || convert_to(s.session_id, 'UTF8'::name))))), 'hex'::text) AS consultation,
     c.stage,
-    (COALESCE(c.red_flag_count, 0) > 0) AS has_red_flags,
-    COALESCE(c.red_flag_count, 0) AS red_flag_count,
     COALESCE(c.symptom_count, 0) AS symptom_count,
     COALESCE(c.body_part_count, 0) AS body_part_count,
     COALESCE(c.has_chief_complaint, false) AS has_chief_complaint,
@@ -1591,10 +1741,30 @@ CREATE VIEW analytics_consultations WITH (security_barrier='true') AS
 
 ALTER TABLE analytics_consultations OWNER TO :"owner_role";
 
+CREATE VIEW analytics_monthly_values WITH (security_barrier='true') AS
+ SELECT v.kind, v.month, v.value, v.consultations
+   FROM analytics_month_values_v1() v(kind, month, value, consultations);
+
+ALTER TABLE analytics_monthly_values OWNER TO :"owner_role";
+
+CREATE VIEW analytics_monthly_withheld WITH (security_barrier='true') AS
+ SELECT w.kind, w.month, w.consultations, w.shown_values, w.withheld_values,
+    w.withheld_consultations
+   FROM analytics_month_withheld_v1() w(kind, month, consultations, shown_values, withheld_values, withheld_consultations);
+
+ALTER TABLE analytics_monthly_withheld OWNER TO :"owner_role";
+
+CREATE VIEW analytics_monthly_red_flags WITH (security_barrier='true') AS
+ SELECT r.month, r.consultations, r.with_red_flags, r.share
+   FROM analytics_red_flag_months_v1() r(month, consultations, with_red_flags, share);
+
+ALTER TABLE analytics_monthly_red_flags OWNER TO :"owner_role";
+
 CREATE VIEW analytics_red_flag_frequencies WITH (security_barrier='true') AS
- SELECT f.value AS red_flag,
-    f.consultations
-   FROM analytics_frequencies_v3('red_flag'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+ SELECT v.value AS red_flag, sum(v.consultations) AS consultations
+   FROM analytics_month_values_v1() v(kind, month, value, consultations)
+  WHERE v.kind = 'red_flag'::text
+  GROUP BY v.value;
 
 ALTER TABLE analytics_red_flag_frequencies OWNER TO :"owner_role";
 
@@ -1701,16 +1871,18 @@ CREATE VIEW analytics_suppression WITH (security_barrier='true') AS
 ALTER TABLE analytics_suppression OWNER TO :"owner_role";
 
 CREATE VIEW analytics_symptom_duration_frequencies WITH (security_barrier='true') AS
- SELECT f.value AS symptom_duration,
-    f.consultations
-   FROM analytics_frequencies_v3('symptom_duration'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+ SELECT v.value AS symptom_duration, sum(v.consultations) AS consultations
+   FROM analytics_month_values_v1() v(kind, month, value, consultations)
+  WHERE v.kind = 'symptom_duration'::text
+  GROUP BY v.value;
 
 ALTER TABLE analytics_symptom_duration_frequencies OWNER TO :"owner_role";
 
 CREATE VIEW analytics_symptom_frequencies WITH (security_barrier='true') AS
- SELECT f.value AS symptom,
-    f.consultations
-   FROM analytics_frequencies_v3('symptom'::text, NULL::timestamp with time zone, NULL::timestamp with time zone) f(value, consultations);
+ SELECT v.value AS symptom, sum(v.consultations) AS consultations
+   FROM analytics_month_values_v1() v(kind, month, value, consultations)
+  WHERE v.kind = 'symptom'::text
+  GROUP BY v.value;
 
 ALTER TABLE analytics_symptom_frequencies OWNER TO :"owner_role";
 
@@ -1726,7 +1898,6 @@ REVOKE ALL ON FUNCTION analytics_durations_v3(since timestamp with time zone, un
 GRANT ALL ON FUNCTION analytics_durations_v3(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
 
 REVOKE ALL ON FUNCTION analytics_frequencies_v3(kind text, since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION analytics_frequencies_v3(kind text, since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
 
 REVOKE ALL ON FUNCTION analytics_funnel_v2(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION analytics_funnel_v2(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
@@ -1735,10 +1906,22 @@ REVOKE ALL ON FUNCTION analytics_min_group_size_v1() FROM PUBLIC;
 GRANT ALL ON FUNCTION analytics_min_group_size_v1() TO :"analytics_role";
 
 REVOKE ALL ON FUNCTION analytics_overview_v3(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION analytics_overview_v3(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
 
 REVOKE ALL ON FUNCTION analytics_red_flags_v3(bucket text, since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION analytics_red_flags_v3(bucket text, since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_check_months_v1(caller text, since date, until date) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION analytics_month_values_v1(since date, until date) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_month_values_v1(since date, until date) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_month_withheld_v1(since date, until date) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_month_withheld_v1(since date, until date) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_red_flag_months_v1(since date, until date) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_red_flag_months_v1(since date, until date) TO :"analytics_role";
+
+REVOKE ALL ON FUNCTION analytics_overview_v4(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION analytics_overview_v4(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
 
 REVOKE ALL ON FUNCTION analytics_transitions_v2(since timestamp with time zone, until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION analytics_transitions_v2(since timestamp with time zone, until timestamp with time zone) TO :"analytics_role";
@@ -1808,11 +1991,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE summaries TO :"app_role";
 
 GRANT SELECT ON TABLE analytics_consultations TO :"analytics_role";
 
+GRANT SELECT ON TABLE analytics_monthly_values TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_monthly_withheld TO :"analytics_role";
+
+GRANT SELECT ON TABLE analytics_monthly_red_flags TO :"analytics_role";
+
 GRANT SELECT ON TABLE analytics_red_flag_frequencies TO :"analytics_role";
-
-GRANT SELECT ON TABLE analytics_red_flags_daily TO :"analytics_role";
-
-GRANT SELECT ON TABLE analytics_red_flags_weekly TO :"analytics_role";
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE consultation_state_history TO :"app_role";
 

@@ -52,7 +52,7 @@ QUERIES: dict[str, str] = {
         SELECT c.relname, pg_get_userbyid(a.grantor), pg_get_userbyid(a.grantee),
                a.privilege_type, a.is_grantable
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
-               aclexplode(c.relacl) a
+               aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a
          WHERE n.nspname = 'public'""",
     "function_grants": """
         SELECT p.proname, pg_get_userbyid(a.grantor), pg_get_userbyid(a.grantee),

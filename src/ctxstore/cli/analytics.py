@@ -9,7 +9,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from ctxstore.cli.options import Commands, add_database_url, whole_day
-from ctxstore.commands.analytics import FREQUENCY_REPORTS, REPORTS, min_group_size, run_report
+from ctxstore.commands.analytics import MONTHLY_REPORTS, REPORTS, first_of_month, run_report
+from ctxstore.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from sqlalchemy import URL
@@ -27,8 +28,9 @@ def register(commands: Commands) -> None:
     analytics.add_argument(
         "report",
         choices=(*REPORTS, "refresh"),
-        help="a report, or refresh: recount free text for the days changed since the last "
-        "refresh (as the owner, with the encryption keys; resumable)",
+        help="a report, or refresh: publish the months due (as the owner, with the "
+        "encryption keys; resumable). red-flags and the frequency reports count calendar "
+        "months, each published 7 days after it ends",
     )
     add_database_url(analytics)
     analytics.add_argument(
@@ -36,10 +38,16 @@ def register(commands: Commands) -> None:
         help=f"read the reports from this replica instead (default: ${REPLICA_URL_ENV})",
     )
     analytics.add_argument(
-        "--since", type=whole_day, help="first activity on or after this UTC day (YYYY-MM-DD)"
+        "--since",
+        type=whole_day,
+        help="first activity on or after this UTC day (YYYY-MM-DD); a month (YYYY-MM) for "
+        "the monthly reports",
     )
     analytics.add_argument(
-        "--until", type=whole_day, help="first activity before this UTC day (YYYY-MM-DD)"
+        "--until",
+        type=whole_day,
+        help="first activity before this UTC day (YYYY-MM-DD); a month (YYYY-MM) for the "
+        "monthly reports",
     )
     analytics.add_argument(
         "--format",
@@ -48,18 +56,12 @@ def register(commands: Commands) -> None:
         help="output format (default: %(default)s)",
     )
     analytics.add_argument(
-        "--per",
-        choices=("day", "week"),
-        default="day",
-        help="red-flags: one row per day or week (default: %(default)s)",
-    )
-    analytics.add_argument(
         "--limit",
         type=int,
         default=20,
-        help="frequency reports: the most frequent this many (default: %(default)s)",
+        help="frequency reports: the most frequent this many of each month (default: %(default)s)",
     )
-    analytics.set_defaults(func=run)
+    analytics.set_defaults(func=run, parser=analytics)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -67,6 +69,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.report == "refresh":
         return refresh(args, settings)
+    if args.report in MONTHLY_REPORTS:
+        try:
+            first_of_month("--since", args.since)
+            first_of_month("--until", args.until)
+        except InvalidInputError as error:
+            args.parser.error(str(error))
     # Reports tolerate a replica's lag: read there when one is named.
     source = args.replica_url or settings.replica_database_url or args.database_url
     return asyncio.run(_report(args, normalize_url(settings.database_url_for(source))))
@@ -78,14 +86,16 @@ async def _report(args: argparse.Namespace, url: URL) -> int:
     engine = create_engine(url)
     try:
         report = await run_report(
-            engine, args.report, since=args.since, until=args.until, per=args.per, limit=args.limit
+            engine, args.report, since=args.since, until=args.until, limit=args.limit
         )
-        threshold = await min_group_size(engine) if args.report in FREQUENCY_REPORTS else 0
     finally:
         await engine.dispose()
     print(report.render(args.format))
-    if args.report in FREQUENCY_REPORTS:
-        print(f"(values fewer than {threshold} consultations share are not shown)", file=sys.stderr)
+    if args.format == "csv" and report.notes:
+        # A CSV holds one table: the months and the notes go beside it.
+        if report.periods is not None:
+            print(report.periods.render("csv"), file=sys.stderr, end="")
+        print("\n".join(report.notes), file=sys.stderr)
     return 0
 
 

@@ -42,7 +42,10 @@ def timestamp(value: str) -> datetime:
 
 
 def whole_day(value: str) -> datetime:
-    """An analytics window's end: an ISO date, or a timestamp at UTC midnight."""
+    """An analytics window's end: an ISO date, a month (YYYY-MM: its first day), or a
+    timestamp at UTC midnight."""
+    if re.fullmatch(r"[0-9]{4}-[0-9]{2}", value):
+        value += "-01"
     parsed = timestamp(value)
     if parsed.astimezone(UTC).time() != time():
         raise argparse.ArgumentTypeError(

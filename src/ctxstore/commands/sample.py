@@ -275,11 +275,13 @@ async def seed_sample(
     seed: int = 7,
     concurrency: int = 8,
     show: bool = True,
+    now: datetime | None = None,
 ) -> SeedReport:
-    """Write ``sessions`` sample consultations; a progress bar and a summary."""
+    """Write ``sessions`` sample consultations over the 56 days before ``now`` (default:
+    the current time); a progress bar and a summary."""
     total = SeedReport(stages={stage: 0 for stage in STAGES})
     progress = Progress("seeding consultations", sessions, shown=show)
-    now = datetime.now(UTC)
+    now = now or datetime.now(UTC)
     started = asyncio.get_running_loop().time()
     next_index = 0
 

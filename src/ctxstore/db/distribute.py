@@ -71,12 +71,16 @@ REFERENCE_TABLES = (
 #: refresh`` writes and the frequency reports read, joined with no distributed table.  As
 #: reference tables each refreshed day would commit on every node, and Citus refuses the
 #: refresh's upsert of a day's record (``DO UPDATE SET refreshed_at = now()``, SQLSTATE
-#: 0A000).  They hold derived, k-suppressed counts: a refresh rebuilds them.
+#: 0A000).  They hold derived, k-suppressed counts: a refresh rebuilds them.  The published
+#: months (revision 1004) likewise: the reports read them joined with nothing distributed.
 COORDINATOR_TABLES = (
     "alembic_version",
     "ctxstore_roles",
     "analytics_value_cells",
     "analytics_refreshed_days",
+    "analytics_months",
+    "analytics_month_kinds",
+    "analytics_month_cells",
 )
 
 # Tables of the schema ``sessions`` lives in that have a session_id column, but those

@@ -329,6 +329,50 @@ analytics_refreshed_days = Table(
     _now("refreshed_at"),
 )
 
+# The months `ctxstore analytics refresh` published (revision 1004): each month's
+# consultations, its red-flag count (NULL: withheld), the k it was published with and a
+# fingerprint of its consultations' states.
+analytics_months = Table(
+    "analytics_months",
+    metadata,
+    Column("month", Date, primary_key=True),
+    Column("consultations", Integer, nullable=False),
+    Column("with_red_flags", Integer),
+    Column("min_group_size", Integer, nullable=False),
+    # What it was computed from: republished at a new k only from the same consultations.
+    Column("fingerprint", Text, nullable=False),
+    _now("published_at"),
+    CheckConstraint("EXTRACT(day FROM month) = 1", name="first_of_month"),
+    CheckConstraint("consultations > 0", name="consultations_positive"),
+)
+
+# What a published month shows and withholds of each kind of free text.
+analytics_month_kinds = Table(
+    "analytics_month_kinds",
+    metadata,
+    Column(
+        "month", Date, ForeignKey("analytics_months.month", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("kind", Text, primary_key=True),
+    Column("shown_values", Integer, nullable=False),
+    Column("withheld_values", Integer),
+    Column("withheld_consultations", Integer),
+)
+
+# A published month's values, each shared by at least k of its consultations and not by
+# all but fewer than k.
+analytics_month_cells = Table(
+    "analytics_month_cells",
+    metadata,
+    Column("kind", Text, primary_key=True),
+    Column(
+        "month", Date, ForeignKey("analytics_months.month", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("value", Text, primary_key=True),
+    Column("consultations", Integer, nullable=False),
+    CheckConstraint("consultations > 0", name="consultations_positive"),
+)
+
 # The HMAC-SHA256 key of the analytics pseudonyms, one row, kept as its two padded forms
 # (key XOR ipad, key XOR opad, 64 bytes each) so the views compute HMAC with sha256() alone.
 ctxstore_pseudonym_key = Table(

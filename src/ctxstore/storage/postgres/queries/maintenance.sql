@@ -125,19 +125,17 @@ UPDATE sessions SET expires_at = now() + (:ttl)::interval
 -- The analytics k: a free-text value shows for at least this many consultations.
 SELECT min_group_size FROM ctxstore_analytics_settings;
 
--- name: day_fingerprints --
--- Each UTC day before :before: its consultations and a fingerprint of their state versions.
-SELECT (s.first_activity_at AT TIME ZONE 'UTC')::date AS day, count(*) AS sessions,
-       sum(hashtextextended(s.session_id || '@' || coalesce(c.version::text || '@'
-           || extract(epoch FROM c.updated_at)::text, ''), 0)::numeric) AS fingerprint
+-- name: month_sessions --
+-- Each UTC calendar month before :before and its consultations (by first activity).
+SELECT date_trunc('month', s.first_activity_at AT TIME ZONE 'UTC')::date AS month,
+       count(*) AS sessions
   FROM sessions AS s
-  LEFT JOIN consultation_states AS c ON c.session_id = s.session_id
  WHERE s.first_activity_at < :before
  GROUP BY 1;
 
--- name: refreshed_days --
--- What each refreshed day's cells were computed from.
-SELECT day, sessions, fingerprint, min_group_size FROM analytics_refreshed_days;
+-- name: published_months --
+-- Each published month, the k it was published with and what it was computed from.
+SELECT month, min_group_size, fingerprint FROM analytics_months;
 
 -- name: day_states --
 -- The consultations first active from :start to :end, with their current states.
@@ -147,28 +145,32 @@ SELECT s.session_id, c.version, c.document, c.format_version, c.updated_at, c.ke
   LEFT JOIN consultation_states AS c ON c.session_id = s.session_id
  WHERE s.first_activity_at >= :start AND s.first_activity_at < :end;
 
--- name: delete_day_cells --
--- Forget a day's value cells.
-DELETE FROM analytics_value_cells WHERE day = :day;
+-- name: forget_month --
+-- A month's published figures gone (its cells and withheld counts cascade).
+DELETE FROM analytics_months WHERE month = :month;
 
--- name: insert_day_cells --
--- A day's shown value cells.
-INSERT INTO analytics_value_cells (kind, day, value, consultations)
-SELECT cell.kind, :day, cell.value, cell.consultations
+-- name: publish_month --
+-- A month's consultations, its red-flag count (NULL when withheld), the k used and a
+-- fingerprint of the consultations it was computed from.
+INSERT INTO analytics_months (month, consultations, with_red_flags, min_group_size,
+                              fingerprint)
+VALUES (:month, :consultations, :with_red_flags, :k, :fingerprint);
+
+-- name: publish_month_kinds --
+-- What a month shows and withholds of each kind of free text.
+INSERT INTO analytics_month_kinds (month, kind, shown_values, withheld_values,
+                                   withheld_consultations)
+SELECT :month, w.kind, w.shown_values, w.withheld_values, w.withheld_consultations
+  FROM unnest(CAST(:kinds AS text[]), CAST(:shown AS integer[]), CAST(:withheld AS integer[]),
+              CAST(:withheld_consultations AS integer[]))
+       AS w(kind, shown_values, withheld_values, withheld_consultations);
+
+-- name: publish_month_cells --
+-- A month's shown value cells.
+INSERT INTO analytics_month_cells (kind, month, value, consultations)
+SELECT cell.kind, :month, cell.value, cell.consultations
   FROM unnest(CAST(:kinds AS text[]), CAST(:values AS text[]), CAST(:counts AS integer[]))
        AS cell(kind, value, consultations);
-
--- name: record_refreshed_day --
--- What a day's cells were computed from.
-INSERT INTO analytics_refreshed_days (day, sessions, fingerprint, min_group_size)
-VALUES (:day, :sessions, :fingerprint, :k)
-ON CONFLICT (day) DO UPDATE
-   SET sessions = excluded.sessions, fingerprint = excluded.fingerprint,
-       min_group_size = excluded.min_group_size, refreshed_at = now();
-
--- name: forget_refreshed_day --
--- A day no consultation is first active on any longer.
-DELETE FROM analytics_refreshed_days WHERE day = :day;
 
 -- name: count_to_recount --
 -- Messages whose stored count is under neither of the labels :encoding and :untimed.
