@@ -6,14 +6,15 @@ import base64
 import json
 import os
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
-from ctxstore.commands.analytics import REPORTS, run_report
+from ctxstore.commands.analytics import FREQUENCY_REPORTS, REPORTS, run_report
+from ctxstore.commands.months import first_unpublished_month
 from ctxstore.db.engine import create_engine
 from ctxstore.encryption import Encryption, Keyring
 from tests.citus.conftest import ctxstore, query
@@ -42,12 +43,17 @@ async def test_seed_analytics_and_erase(database_url: URL) -> None:
         database_url, "SELECT count(*), count(DISTINCT user_id) FROM sessions"
     )
     assert sessions == 30
+    published = await published_months(database_url)
     engine = create_engine(database_url)
     try:  # every report across every shard, through the analytics views
         reports = {name: await run_report(engine, name) for name in REPORTS}
     finally:
         await engine.dispose()
     assert reports["overview"].rows and reports["funnel"].rows  # the rest may be suppressed
+    for name in FREQUENCY_REPORTS:  # each month's values counted, shown or withheld
+        months = reports[name].periods
+        assert months is not None
+        assert {row[0]: row[1] for row in months.rows} == published, name
     overview = json.loads(
         ctxstore("analytics", "overview", "--format", "json", "--database-url", url)
     )
@@ -59,6 +65,21 @@ async def test_seed_analytics_and_erase(database_url: URL) -> None:
     assert await query(database_url, "SELECT 1 FROM user_profiles WHERE user_id = $1", user) == []
     [(left,)] = await query(database_url, "SELECT count(*) FROM sessions")
     assert left == 30 - owned and users > 1
+
+
+async def published_months(database_url: URL) -> dict[str, int]:
+    """``analytics refresh`` of the sample (spread over the last 56 days, so a month at
+    least is due): 'YYYY-MM' -> consultations of each month it published."""
+    refreshed = ctxstore("analytics", "refresh", "--database-url", plain(database_url))
+    assert refreshed.startswith("published "), refreshed
+    due = await query(
+        database_url,
+        "SELECT to_char(date_trunc('month', first_activity_at AT TIME ZONE 'UTC'), 'YYYY-MM'), "
+        "count(*) FROM sessions WHERE first_activity_at < $1 GROUP BY 1",
+        datetime.combine(first_unpublished_month(datetime.now(UTC).date()), time(), UTC),
+    )
+    assert due, refreshed
+    return {month: count for month, count in due}
 
 
 async def test_purge_expired_and_retention(database_url: URL) -> None:

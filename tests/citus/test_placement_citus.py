@@ -69,20 +69,26 @@ async def test_every_table_is_placed_as_declared(
         assert copies == [], (port, copies)
 
 
-async def test_refreshed_cells_are_reported_from_the_coordinator(database_url: URL) -> None:
-    """``analytics refresh`` writes the cells on the coordinator, and the report reads them
-    there: 10 consultations of a day, "knee" in 5 (k = 5 have it, 5 don't)."""
-    day = datetime(2021, 6, 1, 9, tzinfo=UTC)
+async def test_published_months_are_reported_from_the_coordinator(database_url: URL) -> None:
+    """``analytics refresh`` publishes the months on the coordinator, and the report reads
+    them there: 10 consultations of June 2021, "knee" in 5 (k = 5 have it, 5 don't)."""
+    first = datetime(2021, 6, 1, 9, tzinfo=UTC)
     tag = uuid.uuid4().hex[:6]
     async with PostgresStorage.from_url(database_url) as storage:
         for index in range(10):
             session_id = f"placed-{tag}-{index}"
-            start = day + timedelta(minutes=index)
+            start = first + timedelta(days=index)
             await storage.save(session_id, [Message(role="user", content="hi", timestamp=start)])
             parts = ["knee"] if index < 5 else []
             await storage.save_state(session_id, {**KNEE_STATE, "body_parts": parts})
     url = database_url.render_as_string(hide_password=False)
-    assert ctxstore("analytics", "refresh", "--database-url", url).startswith("refreshed ")
-    window = ("--since", "2021-06-01", "--until", "2021-06-02", "--format", "json")
+    assert ctxstore("analytics", "refresh", "--database-url", url).startswith("published ")
+    cells = await query(
+        database_url, "SELECT month, value, consultations FROM analytics_month_cells"
+    )
+    assert [tuple(cell) for cell in cells] == [(first.date(), "knee", 5)]
+    window = ("--since", "2021-06", "--until", "2021-07", "--format", "json")
     shown = json.loads(ctxstore("analytics", "body-parts", *window, "--database-url", url))
-    assert shown == [{"body_part": "knee", "consultations": 5}]
+    assert shown["rows"] == [
+        {"month": "2021-06", "body_part": "knee", "consultations": 5, "share": 0.5}
+    ]

@@ -10,6 +10,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import asyncpg
 import pytest
@@ -102,15 +103,24 @@ async def test_an_app_login_runs_whole_turns_and_its_commands(logins: dict[str, 
     assert "erased user 'u-app'" in ctxstore("erase-user", "u-app", "--database-url", url)
 
 
+async def published_afresh(database_url: URL) -> str:
+    """``analytics refresh`` as the owner (conftest empties the published months with the
+    sessions before each test)."""
+    refreshed = ctxstore("analytics", "refresh", "--database-url", plain(database_url))
+    assert refreshed.startswith("published "), refreshed
+    return refreshed
+
+
 async def test_every_report_runs_on_the_cluster(database_url: URL) -> None:
-    """Windowed (the frequency reports through ``analytics_value_frequencies``, a SECURITY
-    DEFINER function: SQLSTATE 08006 while the owner could not log in on the workers)
-    and all time."""
+    """Windowed and all time, through the SECURITY DEFINER report functions: the daily
+    ones over the shards (SQLSTATE 08006 while the owner could not log in on the
+    workers), the monthly ones over the months published on the coordinator."""
     url = plain(database_url)
     ctxstore("seed-sample", "--sessions", "30", "--database-url", url)
+    await published_afresh(database_url)
     for report in REPORTS:
         windowed = ctxstore(
-            "analytics", report, "--since", "2020-01-01", "--format", "json",
+            "analytics", report, "--since", "2020-01", "--format", "json",
             "--database-url", url,
         )  # fmt: skip
         all_time = ctxstore("analytics", report, "--format", "json", "--database-url", url)
@@ -124,52 +134,85 @@ async def test_an_analytics_login_runs_every_report(
     which reads the views and nothing under them."""
     owner, analyst = plain(database_url), plain(logins["analytics"])
     ctxstore("seed-sample", "--sessions", "12", "--database-url", owner)
+    await published_afresh(database_url)
     for report in REPORTS:
-        for window in ((), ("--since", "2020-01-01")):
+        for window in ((), ("--since", "2020-01")):
             arguments = ("analytics", report, *window, "--format", "json", "--database-url")
             assert json.loads(ctxstore(*arguments, analyst)) == json.loads(
                 ctxstore(*arguments, owner)
             ), (report, window)
 
 
-async def test_an_analyst_gets_whole_day_counts_on_the_cluster(
+# The monthly test's two months: long published (the CLI refreshes on the real date).
+SHOWN_MONTH = datetime(2020, 3, 2, 8, tzinfo=UTC)
+WITHHELD_MONTH = datetime(2020, 4, 6, 8, tzinfo=UTC)
+
+
+def month_state(tag: str, index: int, *, knee: bool, flagged: bool) -> dict[str, object]:
+    return {
+        **KNEE_STATE,
+        "chief_complaint": f"complaint {index % 5} {tag}",
+        "body_parts": ["knee"] if knee else [],
+        "red_flags": [f"fever {tag}"] if flagged else [],
+    }
+
+
+async def consultations_in_two_months(database_url: URL, tag: str) -> None:
+    """10 consultations in March 2020: "knee" in 5 (5 have it, 5 don't: shown), red flags
+    in the other 5 (shown); 10 in April 2020: "knee" and red flags in 3 (fewer than k:
+    withheld).  In each month 5 complaints, each in 2 (all withheld)."""
+    async with PostgresStorage.from_url(database_url) as storage:
+        for month, shown in ((SHOWN_MONTH, True), (WITHHELD_MONTH, False)):
+            for index in range(10):
+                session_id = f"month-{tag}-{month:%m}-{index}"
+                start = month + timedelta(days=index, minutes=index)
+                messages = [Message(role="user", content="hi", timestamp=start)]
+                await storage.save(session_id, messages, user_id=f"u-{tag}")
+                knee = index < (5 if shown else 3)
+                flagged = index >= 5 if shown else index < 3
+                state = month_state(tag, index, knee=knee, flagged=flagged)
+                await storage.save_state(session_id, state)
+
+
+async def test_an_analyst_gets_monthly_counts_on_the_cluster(
     database_url: URL, logins: dict[str, URL]
 ) -> None:
-    """Revisions 0016 and 0018 on the shards: a value counts per day when k of the day's
-    consultations have it and k don't, in the cells the owner's refresh stored; a window
-    not of whole days is refused."""
-    day = datetime(2020, 3, 2, 8, tzinfo=UTC)
+    """Revision 1004 on the cluster: the owner's refresh publishes each month on the
+    coordinator; a value (and a month's red-flag count) shows when k of the month's
+    consultations have it and k don't, with what each month withholds; a window not on
+    the first of a month is refused."""
     tag = uuid.uuid4().hex[:6]
-    async with PostgresStorage.from_url(database_url) as storage:
-        for index in range(13):
-            # 10 on the day: "ache" for 8 (hidden: 2 without), "knee" for 5 (shown); then
-            # 3 on the next day with both (hidden: fewer than k that day)
-            late = index >= 10
-            start = day + timedelta(days=int(late), minutes=index)
-            session_id = f"whole-day-{tag}-{index}"
-            messages = [Message(role="user", content="hi", timestamp=start)]
-            await storage.save(session_id, messages, user_id=f"u-{tag}")
-            state = {
-                **KNEE_STATE,
-                "chief_complaint": f"ache {tag}" if index < 8 or late else f"cough {tag}",
-                "body_parts": ["knee"] if index < 5 or late else [],
-            }
-            await storage.save_state(session_id, state)
-    # the owner's refresh counts the days on the coordinator (revision 0018)
-    refreshed = ctxstore("analytics", "refresh", "--database-url", plain(database_url))
-    assert refreshed.startswith("refreshed "), refreshed
+    await consultations_in_two_months(database_url, tag)
+    refreshed = await published_afresh(database_url)
+    assert refreshed.startswith("published 2 months (20 consultations"), refreshed
     analyst = plain(logins["analytics"])
-    shown = {}
-    for report in ("complaints", "body-parts"):
-        arguments = ("analytics", report, "--since", "2020-03-02", "--until", "2020-03-04")
-        shown[report] = json.loads(
-            ctxstore(*arguments, "--format", "json", "--database-url", analyst)
-        )
-    assert shown["complaints"] == []
-    assert shown["body-parts"] == [{"body_part": "knee", "consultations": 5}]
-    refused = "SELECT * FROM analytics_frequencies_v3('body_part', $1, NULL)"
-    with pytest.raises(asyncpg.InvalidParameterValueError, match="whole day"):
-        await query(logins["analytics"], refused, day)
+
+    def read(report: str) -> dict[str, Any]:
+        window = ("--since", "2020-03", "--until", "2020-05", "--format", "json")
+        return json.loads(ctxstore("analytics", report, *window, "--database-url", analyst))
+
+    body_parts, complaints, red_flags = map(read, ("body-parts", "complaints", "red-flags"))
+    assert body_parts["rows"] == [
+        {"month": "2020-03", "body_part": "knee", "consultations": 5, "share": 0.5}
+    ]
+    # April's one withheld value held by 3: both counts are themselves withheld (1 to k-1)
+    assert body_parts["periods"] == [
+        {"month": "2020-03", "consultations": 10, "shown_values": 1, "withheld_values": 0,
+         "withheld_consultations": 0},
+        {"month": "2020-04", "consultations": 10, "shown_values": 0, "withheld_values": None,
+         "withheld_consultations": None},
+    ]  # fmt: skip
+    assert complaints["rows"] == []
+    withheld = [(m["withheld_values"], m["withheld_consultations"]) for m in complaints["periods"]]
+    assert withheld == [(5, 10), (5, 10)]
+    assert red_flags["rows"] == [
+        {"month": "2020-03", "consultations": 10, "with_red_flags": 5, "share": 0.5},
+        {"month": "2020-04", "consultations": 10, "with_red_flags": None, "share": None},
+    ]
+    refused = "SELECT * FROM analytics_month_values_v1($1, NULL)"
+    with pytest.raises(asyncpg.InvalidParameterValueError, match="first day of a month") as error:
+        await query(logins["analytics"], refused, SHOWN_MONTH.date())
+    assert error.value.sqlstate == "22023"
 
 
 @pytest.fixture

@@ -6,25 +6,30 @@ test_deidentified_analytics.py.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import URL, text
-from sqlalchemy.exc import ProgrammingError
+from sqlalchemy.exc import DBAPIError, ProgrammingError
 
 from ctxstore import Message, PostgresStorage
 from ctxstore.commands.aggregates import refresh_aggregates
 from ctxstore.commands.analytics import (
     FREQUENCY_REPORTS,
+    MAX_LIMIT,
+    MONTHLY_REPORTS,
     min_group_size,
     run_report,
     set_min_group_size,
 )
+from ctxstore.commands.months import first_unpublished_month
 from ctxstore.commands.sample import sample_consultation, seed_sample
 from ctxstore.db.roles import RoleNames, recorded_role_names
 from ctxstore.errors import InvalidInputError
@@ -32,6 +37,8 @@ from ctxstore.errors import InvalidInputError
 DAY1 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)  # a Monday
 DAY2 = DAY1 + timedelta(days=1)
 DAY3 = DAY1 + timedelta(days=7)  # the next week
+NOVEMBER = date(2026, 11, 1)  # DAY1 to DAY3's month
+TODAY = date(2026, 12, 8)  # the first refresh that publishes November
 
 
 def midnight(moment: datetime) -> datetime:
@@ -110,21 +117,48 @@ DATASET: dict[str, tuple[datetime, int, float, list[dict[str, Any]]]] = {
 }
 
 
+async def write_dataset(storage: PostgresStorage, shift: timedelta = timedelta()) -> None:
+    """DATASET, moved by ``shift``, and a summary of C."""
+    for session_id, (start, turns, apart, states) in DATASET.items():
+        messages = talk(start + shift, turns, apart)
+        await storage.save(session_id, messages, user_id=f"user-{session_id}")
+        for document in states:
+            await storage.save_state(session_id, document)
+    await storage.save_summary("C", "总结", covers_until=2)
+
+
 @pytest.fixture
 async def known(database_url: URL) -> AsyncIterator[PostgresStorage]:
     async with PostgresStorage.from_url(database_url) as storage:
-        for session_id, (start, turns, apart, states) in DATASET.items():
-            await storage.save(session_id, talk(start, turns, apart), user_id=f"user-{session_id}")
-            for document in states:
-                await storage.save_state(session_id, document)
-        await storage.save_summary("C", "总结", covers_until=2)
+        await write_dataset(storage)
         yield storage
 
 
-async def report(storage: PostgresStorage, name: str, **options: Any) -> list[dict[str, Any]]:
-    if name in FREQUENCY_REPORTS:  # free text is counted by the refresh (revision 0018)
-        await refresh_aggregates(storage, show=False)
-    return (await run_report(storage.engine, name, **options)).as_dicts()
+async def add_headaches(storage: PostgresStorage, shift: timedelta = timedelta()) -> None:
+    """F and G, on day 1 too: 头痛, 头, 麻木, no red flag (November: 7 consultations)."""
+    for extra in ("F", "G"):
+        messages = talk(DAY1 + shift + timedelta(hours=5), 1, 1.0)
+        await storage.save(extra, messages, user_id=f"u-{extra}")
+        await storage.save_state(extra, state("assessing", "头痛", ["头"], ["麻木"], []))
+
+
+async def report(
+    storage: PostgresStorage, name: str, *, refresh: bool = True, **options: Any
+) -> list[dict[str, Any]]:
+    if refresh and name in MONTHLY_REPORTS:  # published by the refresh (revision 1004)
+        await refresh_aggregates(storage, today=TODAY, show=False)
+    return (await run_report(storage.engine, name, today=TODAY, **options)).as_dicts()
+
+
+def shown(rows: list[dict[str, Any]], column: str) -> set[tuple[str, str, int]]:
+    return {(row["month"], row[column], row["consultations"]) for row in rows}
+
+
+async def months_of(storage: PostgresStorage, name: str, **options: Any) -> list[tuple[Any, ...]]:
+    """A frequency report's months: consultations, values shown and withheld."""
+    found = await run_report(storage.engine, name, today=TODAY, **options)
+    assert found.periods is not None
+    return found.periods.rows
 
 
 async def test_overview(known: PostgresStorage) -> None:
@@ -132,13 +166,12 @@ async def test_overview(known: PostgresStorage) -> None:
     assert row["consultations"] == 5
     assert row["messages"] == 4 + 2 + 6 + 2 + 2
     assert float(row["avg_turns"]) == (2 + 1 + 3 + 1 + 1) / 5
-    assert row["red_flag_rate"] is None  # 2 with red flags, fewer than k = 5 (0019)
+    # no red-flag rate: two windows a day apart would subtract to a day's red flags; the
+    # red-flag share is per published month (the red-flags report)
+    assert "red_flag_rate" not in row
     assert float(row["summarized_share"]) == 1 / 5
     # durations in minutes: A 3, B 5, C 10, D 1, E 4 -> median 4
     assert float(row["median_minutes"]) == 4.0
-    await set_min_group_size(known.engine, 2)  # 2 with, 3 without: both at least k
-    (row,) = await report(known, "overview")
-    assert float(row["red_flag_rate"]) == 2 / 5
     # one day's two consultations: averages and medians over fewer than k are hidden
     await set_min_group_size(known.engine, 3)
     (day,) = await report(known, "overview", since=midnight(DAY1), until=midnight(DAY2))
@@ -168,48 +201,95 @@ async def test_transitions(known: PostgresStorage) -> None:
     }
 
 
-async def test_frequencies_show_values_at_least_min_group_size_consultations_share(
+async def test_a_month_shows_the_values_k_of_its_consultations_have_and_k_do_not(
     known: PostgresStorage,
 ) -> None:
     assert await set_min_group_size(known.engine, 2) == 5  # the default
-    # Counted per UTC day (revision 0016): a day's value shows when k or more of the day's
-    # consultations have it and k or more don't.  Day 1: A and B both 膝盖下坠感 (none
-    # without it: hidden); day 2: C and D, no value twice; day 3: E alone.
-    assert await report(known, "complaints") == []
-    for extra in ("F", "G"):  # two more on day 1, with other values
-        await known.save(extra, talk(DAY1 + timedelta(hours=5), 1, 1.0), user_id=f"u-{extra}")
-        await known.save_state(extra, state("assessing", "头痛", ["头"], ["麻木"], []))
+    await add_headaches(known)
+    # November: A-G, 7 consultations.  A value shows when k or more of them have it and k
+    # or more don't; 脚踝扭伤 (C) and 腰痛 (D) are one consultation's each: withheld.
     complaints = await report(known, "complaints")
-    # 脚踝扭伤 and 腰痛 are one consultation's each: suppressed
-    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [
-        ("头痛", 2),
-        ("膝盖下坠感", 2),
-    ]
-    parts = await report(known, "body-parts")
-    assert [(r["body_part"], r["consultations"]) for r in parts] == [("头", 2), ("膝盖", 2)]
-    symptoms = await report(known, "symptoms")
-    # 疼痛: A on day 1, C on day 2, once each day: suppressed
-    assert [(r["symptom"], r["consultations"]) for r in symptoms] == [("下坠感", 2), ("麻木", 2)]
+    assert shown(complaints, "chief_complaint") == {
+        ("2026-11", "头痛", 2),
+        ("2026-11", "膝盖下坠感", 2),
+    }
+    assert {float(row["share"]) for row in complaints} == {round(2 / 7, 4)}
+    # month, consultations, shown values, withheld values, consultations holding them
+    assert await months_of(known, "complaints") == [("2026-11", 7, 2, 2, 2)]
+    assert shown(await report(known, "body-parts"), "body_part") == {
+        ("2026-11", "头", 2),
+        ("2026-11", "膝盖", 2),
+    }
+    # Symptoms: 下坠感 (A, B), 疼痛 (A, C), 麻木 (F, G) pass k, 肿胀 (C) doesn't.  Shown,
+    # the three would leave C alone holding a withheld symptom (symptom_count tells the
+    # consultations with any): the smallest, 下坠感, is withheld too; then B alone holds
+    # only withheld ones (5 with a symptom, less F and G, less A and C counted under
+    # 疼痛), so 疼痛 goes too, and A, B and C hold the three withheld.
+    assert shown(await report(known, "symptoms"), "symptom") == {("2026-11", "麻木", 2)}
+    assert await months_of(known, "symptoms") == [("2026-11", 7, 1, 3, 3)]
     assert await report(known, "red-flag-types") == []  # 无法负重 and 发热: once each
+    assert await months_of(known, "red-flag-types") == [("2026-11", 7, 0, 2, 2)]
     assert await report(known, "symptom-durations") == []
-    # A window counts its own days, suppressed the same way
-    day1 = await report(known, "complaints", since=midnight(DAY1), until=midnight(DAY2))
-    assert [(r["chief_complaint"], r["consultations"]) for r in day1] == [
-        ("头痛", 2),
-        ("膝盖下坠感", 2),
-    ]
-    assert await report(known, "symptoms", since=midnight(DAY2)) == []
+    assert await months_of(known, "symptom-durations") == [("2026-11", 7, 0, 0, 0)]
+
+
+async def test_the_limit_lists_the_most_frequent_values_of_each_month(
+    known: PostgresStorage,
+) -> None:
+    await set_min_group_size(known.engine, 2)
+    await add_headaches(known)
+    complaints = await report(known, "complaints", limit=1)
+    (top,) = complaints  # of two tied at 2
+    assert (top["chief_complaint"] in {"头痛", "膝盖下坠感"}, top["consultations"]) == (True, 2)
+    # the months still count every value shown
+    assert await months_of(known, "complaints", limit=1) == [("2026-11", 7, 2, 2, 2)]
+    for bad in (0, -1, 2.5, MAX_LIMIT + 1):
+        with pytest.raises(InvalidInputError, match="limit must be an integer"):
+            await report(known, "symptoms", limit=bad)
+
+
+async def test_a_monthly_report_takes_whole_months_only(known: PostgresStorage) -> None:
+    await set_min_group_size(known.engine, 2)
+    await add_headaches(known)
+    december = date(2026, 12, 1)
+    november = await report(known, "complaints", since=NOVEMBER, until=december)
+    assert november == await report(known, "complaints")
+    assert await report(known, "complaints", since=december) == []
+    assert await report(known, "complaints", until=NOVEMBER) == []
+    assert await report(known, "red-flags", since=NOVEMBER, until=december) != []
+    for name in MONTHLY_REPORTS:
+        for window in ({"since": midnight(DAY1)}, {"until": date(2026, 12, 2)}):
+            with pytest.raises(InvalidInputError, match="must be the first day of a month"):
+                await report(known, name, refresh=False, **window)
+    # the functions refuse them too, for a BI tool that calls them directly
+    async with known.engine.connect() as conn:
+        with pytest.raises(DBAPIError, match="must be the first day of a month"):
+            await conn.execute(text("SELECT * FROM analytics_month_values_v1('2026-11-02')"))
+
+
+async def test_raising_k_hides_every_month_until_the_next_refresh(
+    known: PostgresStorage,
+) -> None:
+    await set_min_group_size(known.engine, 2)
+    await add_headaches(known)
+    assert len(await report(known, "complaints")) == 2
     await set_min_group_size(known.engine, 3)
+    # published with k = 2: hidden, its withheld counts and red flags too
+    assert await report(known, "complaints", refresh=False) == []
+    assert await months_of(known, "complaints") == []
+    assert await report(known, "red-flags", refresh=False) == []
+    # republished with k = 3 from the consultations held: 2 of 7 is fewer than k
     assert await report(known, "complaints") == []
+    assert await months_of(known, "complaints") == [("2026-11", 7, 0, 4, 6)]  # E: no state
 
 
 async def test_by_default_a_value_needs_five_consultations(known: PostgresStorage) -> None:
     assert await min_group_size(known.engine) == 5
-    for name in ("complaints", "body-parts", "symptoms", "red-flag-types", "symptom-durations"):
+    for name in FREQUENCY_REPORTS:
         assert await report(known, name) == [], name
-    day = midnight(DAY3) + timedelta(days=1)
+    day = datetime(2026, 12, 10, tzinfo=UTC)
     async with known.engine.begin() as conn:
-        # ten more consultations on one day: five with 膝盖下坠感, five with 头痛
+        # ten consultations in December: five with 膝盖下坠感, five with 头痛
         for extra in range(10):
             await conn.execute(
                 text(
@@ -220,11 +300,14 @@ async def test_by_default_a_value_needs_five_consultations(known: PostgresStorag
     for extra in range(10):
         complaint = "膝盖下坠感" if extra < 5 else "头痛"
         await known.save_state(f"extra-{extra}", state("assessing", complaint, [], [], []))
-    complaints = await report(known, "complaints")
-    assert [(r["chief_complaint"], r["consultations"]) for r in complaints] == [
-        ("头痛", 5),
-        ("膝盖下坠感", 5),
-    ]
+    assert await report(known, "complaints") == []  # December is published on January 8
+    refreshed = await refresh_aggregates(known, today=date(2027, 1, 8), show=False)
+    assert (refreshed.months_published, refreshed.months_unchanged) == (1, 1)
+    complaints = await report(known, "complaints", refresh=False)
+    assert shown(complaints, "chief_complaint") == {
+        ("2026-12", "头痛", 5),
+        ("2026-12", "膝盖下坠感", 5),
+    }
 
 
 async def test_the_min_group_size_is_at_least_two(known: PostgresStorage) -> None:
@@ -234,28 +317,25 @@ async def test_the_min_group_size_is_at_least_two(known: PostgresStorage) -> Non
     assert await min_group_size(known.engine) == 5
 
 
-async def test_red_flags_per_day_and_week(known: PostgresStorage) -> None:
-    # Shown only where k have red flags and k don't (0019): with k = 2, no day qualifies
-    # (1 of 2, 1 of 2, 0 of 1), the first week does (2 of 4).
+async def test_red_flags_per_month(known: PostgresStorage) -> None:
+    # November: 5 consultations, 2 with red flags (B, D): fewer than k = 5
+    rows = await report(known, "red-flags")
+    flagged = [(r["month"], r["consultations"], r["with_red_flags"], r["share"]) for r in rows]
+    assert flagged == [("2026-11", 5, None, None)]
+    # k = 2: 2 with, 3 without, both at least k; shown from the refresh that republishes it
     await set_min_group_size(known.engine, 2)
-    daily = await report(known, "red-flags", per="day")
-    assert [(r["day"], r["consultations"], r["with_red_flags"], r["rate"]) for r in daily] == [
-        (midnight(DAY1), 2, None, None),
-        (midnight(DAY2), 2, None, None),
-        (midnight(DAY3), 1, None, None),
-    ]
-    weekly = await report(known, "red-flags", per="week")
-    assert [(r["week"], r["consultations"], r["with_red_flags"]) for r in weekly] == [
-        (midnight(DAY1), 4, 2),
-        (midnight(DAY3), 1, None),
-    ]
-    assert float(weekly[0]["rate"]) == 0.5
-    # the all-time views the analytics role reads suppress the same way
+    assert await report(known, "red-flags", refresh=False) == []
+    (november,) = await report(known, "red-flags")
+    assert (november["with_red_flags"], float(november["share"])) == (2, 0.4)
+    # the view a BI tool reads is the same month
     async with known.engine.connect() as conn:
-        views = await conn.execute(
-            text("SELECT week, with_red_flags FROM analytics_red_flags_weekly ORDER BY 1")
+        view = await conn.execute(
+            text("SELECT month, consultations, with_red_flags FROM analytics_monthly_red_flags")
         )
-        assert [tuple(row) for row in views] == [(midnight(DAY1), 2), (midnight(DAY3), None)]
+        assert [tuple(row) for row in view] == [(NOVEMBER, 5, 2)]
+    await set_min_group_size(known.engine, 3)  # 2 with: fewer than k
+    (november,) = await report(known, "red-flags")
+    assert (november["consultations"], november["with_red_flags"]) == (5, None)
 
 
 async def test_since_and_until_select_by_first_activity(known: PostgresStorage) -> None:
@@ -266,7 +346,9 @@ async def test_since_and_until_select_by_first_activity(known: PostgresStorage) 
         ("greeting", 2),
         ("collecting_details", 1),
     ]
-    assert await report(known, "complaints", until=midnight(DAY1)) == []
+    await set_min_group_size(known.engine, 2)
+    assert await report(known, "complaints", until=NOVEMBER) == []
+    assert await report(known, "complaints", since=NOVEMBER) != []
 
 
 async def test_durations_by_final_stage(known: PostgresStorage) -> None:
@@ -280,10 +362,13 @@ async def test_durations_by_final_stage(known: PostgresStorage) -> None:
     assert float(everyone["median_minutes"]) == 4.0  # five: shown
 
 
+def last_published_month() -> date:
+    """The last month a refresh today publishes (the command has no --today)."""
+    return (first_unpublished_month(datetime.now(UTC).date()) - timedelta(days=1)).replace(day=1)
+
+
 @pytest.mark.slow
-async def test_analytics_command_renders_table_json_and_csv(
-    known: PostgresStorage, database_url: URL
-) -> None:
+async def test_analytics_command_renders_table_json_and_csv(database_url: URL) -> None:
     env = {**os.environ, "CTXSTORE_DATABASE_URL": database_url.render_as_string(False)}
 
     def ctxstore(*args: str) -> subprocess.CompletedProcess[str]:
@@ -295,36 +380,62 @@ async def test_analytics_command_renders_table_json_and_csv(
             check=False,
         )
 
-    for extra in ("F", "G"):  # day 1: A and B with 膝盖下坠感, F and G without (see above)
-        await known.save(extra, talk(DAY1 + timedelta(hours=5), 1, 1.0), user_id=f"u-{extra}")
-        await known.save_state(extra, state("assessing", "头痛", ["头"], ["麻木"], []))
+    # DATASET and F, G in a month the command's refresh publishes: 7 consultations
+    month = last_published_month()
+    shift = datetime(month.year, month.month, 2, 9, tzinfo=UTC) - DAY1
+    async with PostgresStorage.from_url(database_url) as storage:
+        await write_dataset(storage, shift)
+        await add_headaches(storage, shift)
     changed = ctxstore("db", "min-group-size", "2")
     assert changed.returncode == 0, changed.stderr
     assert changed.stdout.strip() == "min group size 5 -> 2"
     assert ctxstore("db", "min-group-size").stdout.strip() == "2"
     before = ctxstore("analytics", "complaints")
-    assert "膝盖下坠感" not in before.stdout  # counted under k = 5: refreshed days only
+    assert "膝盖下坠感" not in before.stdout  # not published yet
+    assert "(no month published in this window yet)" in before.stdout
     refreshed = ctxstore("analytics", "refresh")
     assert refreshed.returncode == 0, refreshed.stderr
-    assert refreshed.stdout.startswith("refreshed 3 days (7 consultations"), refreshed.stdout
+    assert refreshed.stdout.startswith("published 1 month"), refreshed.stdout
+    assert "(7 consultations" in refreshed.stdout
+    assert "appears with the first refresh on or after" in refreshed.stdout
     again = ctxstore("analytics", "refresh")
-    assert again.stdout.startswith("refreshed 0 days"), again.stdout
-    assert "3 days unchanged" in again.stdout
+    assert again.stdout.startswith("published 0 months"), again.stdout
+    assert re.search(r"\b1 months? already published", again.stdout), again.stdout
     outputs = {}
     for output in ("table", "json", "csv"):
         result = ctxstore("analytics", "complaints", "--format", output)
         assert result.returncode == 0, result.stderr
-        assert "fewer than 2 consultations" in result.stderr
+        # the k rule and when this month appears: beside a CSV, else in it
+        notes = result.stderr if output == "csv" else result.stdout
+        assert "fewer than 2" in notes and "appear from" in notes
         outputs[output] = result.stdout
-    assert outputs["table"].splitlines()[0].split() == ["chief_complaint", "consultations"]
+    columns = ["month", "chief_complaint", "consultations", "share"]
+    assert outputs["table"].splitlines()[0].split() == columns
     assert "膝盖下坠感" in outputs["table"]
-    assert '"consultations": 2' in outputs["json"]
-    assert "膝盖下坠感,2" in outputs["csv"].splitlines()[1:]
-    # windows of whole days only (revision 0016)
-    day = ctxstore("analytics", "complaints", "--since", "2026-11-02", "--until", "2026-11-03")
-    assert day.returncode == 0, day.stderr
-    assert "膝盖下坠感" in day.stdout
-    refused = ctxstore("analytics", "complaints", "--since", "2026-11-02T09:00")
+    data = json.loads(outputs["json"])
+    assert set(data) == {"rows", "periods", "notes"}
+    knee = {"month": f"{month:%Y-%m}", "chief_complaint": "膝盖下坠感", "consultations": 2}
+    assert knee | {"share": 0.2857} in data["rows"]
+    assert data["periods"] == [
+        {
+            "month": f"{month:%Y-%m}",
+            "consultations": 7,
+            "shown_values": 2,
+            "withheld_values": 2,
+            "withheld_consultations": 2,
+        }
+    ]
+    assert f"{month:%Y-%m},膝盖下坠感,2,0.2857" in outputs["csv"].splitlines()[1:]
+    # whole months only (revision 1004)
+    next_one = (month + timedelta(days=31)).replace(day=1)
+    window = ctxstore(
+        "analytics", "complaints", "--since", f"{month:%Y-%m}", "--until", f"{next_one:%Y-%m}"
+    )
+    assert window.returncode == 0, window.stderr
+    assert "膝盖下坠感" in window.stdout
+    refused = ctxstore("analytics", "complaints", "--since", f"{month:%Y-%m}-02")
+    assert refused.returncode == 2 and "must be the first day of a month" in refused.stderr
+    refused = ctxstore("analytics", "complaints", "--since", f"{month:%Y-%m}-01T09:00")
     assert refused.returncode == 2 and "--since" in refused.stderr
     assert "not a whole day (UTC midnight)" in refused.stderr
     for output in outputs.values():
@@ -403,9 +514,58 @@ async def test_the_analytics_role_reads_the_views(known: PostgresStorage) -> Non
             "symptoms",
             "body_parts",
             "red_flags",
+            # per consultation, a GROUP BY would count any day's red flags (revision 1004)
+            "has_red_flags",
+            "red_flag_count",
         }
         & names
     )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM analytics_red_flags_daily",
+        "SELECT * FROM analytics_red_flags_weekly",
+        "SELECT * FROM analytics_red_flags_v3('day', NULL, NULL)",
+        "SELECT * FROM analytics_frequencies_v3('chief_complaint', NULL, NULL)",
+        "SELECT * FROM analytics_overview_v3(NULL, NULL)",
+    ],
+)
+async def test_the_analytics_role_reads_no_figure_of_a_day_window(
+    known: PostgresStorage, query: str
+) -> None:
+    """Revision 1004: any whole-day window's red flags or values would subtract from a
+    month's into a smaller group; the owner keeps them for the previous release only."""
+    analytics = (await roles_of(known)).analytics
+    with pytest.raises(ProgrammingError, match="permission denied"):
+        await as_role(known, analytics, query)
+
+
+async def test_the_analytics_role_reads_the_published_months(known: PostgresStorage) -> None:
+    await set_min_group_size(known.engine, 2)
+    await refresh_aggregates(known, today=TODAY, show=False)
+    analytics = (await roles_of(known)).analytics
+    values = await as_role(
+        known,
+        analytics,
+        "SELECT kind, value, consultations FROM analytics_monthly_values ORDER BY 1, 2",
+    )
+    assert ("chief_complaint", "膝盖下坠感", 2) in values
+    assert all(count >= 2 for _, _, count in values)
+    withheld = await as_role(
+        known,
+        analytics,
+        "SELECT consultations, withheld_values FROM analytics_month_withheld_v1('2026-11-01') "
+        "WHERE kind = 'chief_complaint'",
+    )
+    assert withheld == [(5, 2)]  # 脚踝扭伤 and 腰痛
+    flags = await as_role(
+        known, analytics, "SELECT with_red_flags FROM analytics_monthly_red_flags"
+    )
+    assert flags == [(2,)]
+    totals = await as_role(known, analytics, "SELECT * FROM analytics_complaint_frequencies")
+    assert totals == [("膝盖下坠感", 2)]
 
 
 async def test_the_app_role_has_dml_but_no_ddl(known: PostgresStorage) -> None:

@@ -154,7 +154,7 @@ def test_the_cli_names_the_missing_schema_and_its_revision(empty_database_url: U
     line = one_error_line(
         ctxstore("analytics", "overview", "--database-url", plain(empty_database_url))
     )
-    assert "analytics_overview_v3" in line and "no ctxstore schema" in line
+    assert "analytics_overview_v4" in line and "no ctxstore schema" in line
 
 
 async def test_a_database_behind_names_both_revisions(behind_database_url: URL) -> None:
@@ -304,7 +304,7 @@ async def test_run_report_refuses_a_bad_limit_before_the_database(
             with pytest.raises(InvalidInputError, match="limit must be an integer"):
                 await run_report(engine, "complaints", limit=limit)  # type: ignore[arg-type]
         report = await run_report(engine, "complaints", limit=1_000_000)
-        assert report.columns == ["chief_complaint", "consultations"]
+        assert report.columns == ["month", "chief_complaint", "consultations", "share"]
     finally:
         await engine.dispose()
 

@@ -8,6 +8,7 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,39 @@ def test_a_missing_command_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args([])
     assert exited.value.code == 2
+
+
+# -- analytics: whole days, or months for the monthly reports --------------------------------
+
+
+def test_analytics_windows_take_a_day_or_a_month() -> None:
+    args = build_parser().parse_args(
+        ["analytics", "complaints", "--since", "2026-09", "--until", "2026-12-01"]
+    )
+    assert (args.since, args.until) == (
+        datetime(2026, 9, 1, tzinfo=UTC),
+        datetime(2026, 12, 1, tzinfo=UTC),
+    )
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("--per", "week"),  # issue 50: the month is the only period
+        ("--per", "day"),
+        ("--since", "2026-11-02T09:00"),
+        ("--until", "2026-13"),
+        ("--since", "2026-1"),
+    ],
+    ids=" ".join,
+)
+def test_a_bad_analytics_option_is_a_usage_error(
+    arguments: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["analytics", "red-flags", *arguments])
+    assert exited.value.code == 2
+    assert arguments[0] in capsys.readouterr().err
 
 
 # -- serve: each option, else its variable, else the default --------------------------------

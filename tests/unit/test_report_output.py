@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ctxstore.commands.analytics import Report, _width, render_table
+from ctxstore.commands.report_text import Report, _width, render_table
 
 CONTROLS = (
     [chr(code) for code in range(0x20)]
@@ -161,3 +161,74 @@ def test_json_has_no_raw_control_character_and_reads_back_exactly() -> None:
         {"value": hostile, "count": -1.5},
         {"value": "膝盖", "count": when.isoformat()},
     ]
+
+
+# -- a monthly report: its months and notes go with its rows ----------------------------------
+
+NOTES = (
+    "A figure shows when at least 5 of its month's consultations have it and at least 5 don't.",
+    "A month appears once `ctxstore analytics refresh` runs 7 days after it ends.",
+)
+
+
+def monthly(*rows: tuple[Any, ...], months: list[tuple[Any, ...]] | None = None) -> Report:
+    periods = Report(
+        "months",
+        ["month", "consultations", "shown_values", "withheld_values", "withheld_consultations"],
+        months if months is not None else [("2026-11", 150, 1, None, 7)],
+    )
+    empty = "(every value of these months is withheld: see their counts below)"
+    return Report(
+        "complaints",
+        ["month", "chief_complaint", "consultations", "share"],
+        list(rows),
+        periods,
+        NOTES,
+        empty,
+    )
+
+
+def test_monthly_json_is_an_object_of_rows_months_and_notes() -> None:
+    data = json.loads(monthly(("2026-11", "=knee", 12, Decimal("0.08"))).render("json"))
+    assert data == {
+        "rows": [
+            {"month": "2026-11", "chief_complaint": "=knee", "consultations": 12, "share": 0.08}
+        ],
+        "periods": [
+            {
+                "month": "2026-11",
+                "consultations": 150,
+                "shown_values": 1,
+                "withheld_values": None,
+                "withheld_consultations": 7,
+            }
+        ],
+        "notes": list(NOTES),
+    }
+    # a report without notes (overview, funnel) stays a list of rows
+    assert json.loads(report(("knee", 1)).render("json")) == [{"value": "knee", "count": 1}]
+
+
+def test_monthly_table_shows_the_rows_then_the_months_then_the_notes() -> None:
+    text = monthly(("2026-11", "knee\x1b[2J", 12, Decimal("0.08"))).render("table")
+    rows, months, notes = text.split("\n\n")
+    assert rows.splitlines()[0].split() == ["month", "chief_complaint", "consultations", "share"]
+    assert "knee\\x1b[2J" in rows and "\x1b" not in text
+    assert months.splitlines()[0].split()[:2] == ["month", "consultations"]
+    assert months.splitlines()[2].split() == ["2026-11", "150", "1", "7"]  # blank: withheld
+    assert notes.splitlines() == list(NOTES)
+
+
+def test_monthly_csv_is_the_rows_alone() -> None:
+    rows = csv_rows(monthly(("2026-11", "-knee", 12, Decimal("0.08"))).render("csv"))
+    assert rows == [
+        ["month", "chief_complaint", "consultations", "share"],
+        ["2026-11", "'-knee", "12", "0.08"],
+    ]
+
+
+def test_a_monthly_table_without_rows_says_why() -> None:
+    text = monthly().render("table")
+    assert "(every value of these months is withheld: see their counts below)" in text
+    assert "no consultations" not in text
+    assert "2026-11" in text  # the months it withholds
