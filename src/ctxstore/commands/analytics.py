@@ -77,6 +77,9 @@ for _report, _kind in FREQUENCY_KINDS.items():
          WHERE v.rank <= :limit
          ORDER BY v.month, v.consultations DESC, v.value"""
 
+#: k, as the analytics role (and the owner) may read it.
+_MIN_GROUP_SIZE_SQL = "SELECT min_group_size FROM analytics_min_group_size_v1()"
+
 #: What each month of a frequency report holds and withholds.
 _PERIODS_SQL = f"""
     SELECT to_char(w.month, 'YYYY-MM') AS month, w.consultations, w.shown_values,
@@ -196,9 +199,7 @@ async def _monthly(
     """``report`` with its months (a frequency report) and the notes that explain it."""
     from sqlalchemy import text  # noqa: PLC0415 - see the imports
 
-    k = (
-        await conn.execute(text("SELECT min_group_size FROM analytics_min_group_size_v1()"))
-    ).scalar_one()
+    k = (await conn.execute(text(_MIN_GROUP_SIZE_SQL))).scalar_one()
     periods = None
     if "kind" in parameters:
         found = await conn.execute(text(_PERIODS_SQL), parameters)
@@ -235,9 +236,7 @@ async def min_group_size(engine: AsyncEngine) -> int:
 
     with translated("reading the analytics min group size"):
         async with engine.connect() as conn:
-            value = await conn.execute(
-                text("SELECT min_group_size FROM analytics_min_group_size_v1()")
-            )
+            value = await conn.execute(text(_MIN_GROUP_SIZE_SQL))
             return int(value.scalar_one())
 
 
