@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,10 @@ from ctxstore.settings import Settings, load_settings
 #: pg_advisory_lock key: the bytes of "ctxstore" read as a big-endian integer.
 MIGRATION_LOCK_KEY = int.from_bytes(b"ctxstore", "big")
 DEFAULT_LOCK_TIMEOUT = "5s"
-# How long a second migrator waits for the first to finish before giving up.
-ADVISORY_WAIT = "10min"
+# How long a second migrator waits for the first to finish before giving up, asking for
+# the lock this often.
+ADVISORY_WAIT_SECONDS = 600.0
+ADVISORY_POLL_SECONDS = 0.25
 #: The revision that creates or takes over this database's roles: the 1.0 baseline.
 BASELINE = "1000"
 ROLE_REVISIONS = frozenset({BASELINE})
@@ -158,9 +161,7 @@ def _migrate_on(connection: Connection, context: EnvironmentContext, lock_timeou
     # for the whole run: two deploys running `alembic upgrade head` at once serialize,
     # and the second finds the schema at head and does nothing.
     session = _SessionMark(connection)
-    connection.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": ADVISORY_WAIT})
     session.lock()
-    connection.commit()
     try:
         # DDL blocked by live traffic fails fast instead of queueing every request behind it.
         connection.execute(
@@ -223,13 +224,31 @@ class _SessionMark:
         connection.commit()
 
     def lock(self) -> None:
-        found = self.connection.execute(
-            text(f"SELECT pg_advisory_lock(:key) WHERE {self._SEEN}"),
-            {"key": MIGRATION_LOCK_KEY, "mark": self.mark},
-        ).first()
-        if found is None:
-            raise _moved()
-        self.locked = True
+        """Take the lock once no other migrator holds it (ADVISORY_WAIT_SECONDS at most).
+
+        Asked for again and again, each time in a transaction of its own, rather than
+        waited for in one statement: a waiting statement holds a snapshot, and a revision
+        building an index CONCURRENTLY (under the lock) waits for every older snapshot to
+        end, so the two would deadlock."""
+        deadline = time.monotonic() + ADVISORY_WAIT_SECONDS
+        while True:
+            found = self.connection.execute(
+                text(f"SELECT pg_try_advisory_lock(:key) WHERE {self._SEEN}"),
+                {"key": MIGRATION_LOCK_KEY, "mark": self.mark},
+            ).first()
+            self.connection.commit()
+            if found is None:
+                raise _moved()
+            if found[0]:
+                self.locked = True
+                return
+            if time.monotonic() >= deadline:
+                raise MigrationError(
+                    f"another migration of this database held its lock for "
+                    f"{ADVISORY_WAIT_SECONDS:.0f} s: nothing was applied; run again once it "
+                    "is done"
+                )
+            time.sleep(ADVISORY_POLL_SECONDS)
 
     def check(self) -> None:
         seen = self.connection.execute(
