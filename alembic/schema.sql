@@ -79,7 +79,7 @@ CREATE INDEX ix_sessions_expires_hour ON sessions USING btree (expires_hour) WHE
 
 CREATE INDEX ix_sessions_first_activity_at ON sessions USING btree (first_activity_at);
 
-CREATE INDEX ix_sessions_user_id ON sessions USING btree (user_id);
+CREATE INDEX ix_sessions_user_id_created_at ON sessions USING btree (user_id, created_at DESC, session_id DESC);
 
 CREATE TABLE messages (
     session_id text NOT NULL,

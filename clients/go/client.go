@@ -262,6 +262,6 @@ func sessionPath(sessionID, resource string) string {
 	return "/v1/sessions/" + url.PathEscape(sessionID) + "/" + resource
 }
 
-func userPath(userID string) string {
-	return "/v1/users/" + url.PathEscape(userID) + "/profile"
+func userPath(userID, resource string) string {
+	return "/v1/users/" + url.PathEscape(userID) + "/" + resource
 }

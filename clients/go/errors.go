@@ -54,6 +54,9 @@ var (
 	ErrRequestTimeout     = &ProblemType{"request-timeout"}
 	ErrIdempotencyReused  = &ProblemType{"idempotency-key-reused"}
 	ErrIdempotencyBusy    = &ProblemType{"idempotency-key-busy"}
+	// ErrNotSupported: the service's store can't do this operation (a Redis-backed
+	// store lists no user's sessions); nothing was read or written. Any 501 matches it.
+	ErrNotSupported = &ProblemType{"not-supported"}
 )
 
 const typeBase = "https://ctxstore.dev/problems/"
@@ -91,14 +94,15 @@ func (p *Problem) Error() string {
 }
 
 // Is matches the problem's type: errors.Is(err, ctxstore.ErrConflict). A 404 of a session
-// that does not exist also matches ErrNotFound.
+// that does not exist also matches ErrNotFound, and every 501 matches ErrNotSupported.
 func (p *Problem) Is(target error) bool {
 	kind, ok := target.(*ProblemType)
 	if !ok {
 		return false
 	}
 	slug := p.Slug()
-	return kind.Slug == slug || (kind == ErrNotFound && slug == ErrSessionNotFound.Slug)
+	return kind.Slug == slug || (kind == ErrNotFound && slug == ErrSessionNotFound.Slug) ||
+		(kind == ErrNotSupported && p.Status == 501)
 }
 
 // TransportError is a request that got no answer (refused, reset, timed out); retried
@@ -154,6 +158,8 @@ func slugOfStatus(status int) string {
 		return ErrBodyTooLarge.Slug
 	case status == 500:
 		return ErrInternal.Slug
+	case status == 501:
+		return ErrNotSupported.Slug
 	case status > 500:
 		return ErrStorageUnavailable.Slug
 	}

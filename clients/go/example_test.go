@@ -59,3 +59,50 @@ func ExampleClient_Append() {
 		}
 	}
 }
+
+// A user's consultations, newest first, one at a time: the iterator asks for the next
+// page when it needs one. Err says why the loop ended (nil: every session was read).
+func ExampleClient_Sessions() {
+	client, err := ctxstore.NewClient("http://ctxstore:8080", os.Getenv("CTXSTORE_TOKEN"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	sessions := client.Sessions("user-7", ctxstore.ListOptions{
+		Limit:        50,                              // a page
+		UpdatedSince: time.Now().Add(-24 * time.Hour), // what changed since yesterday
+	})
+	for sessions.Next(ctx) {
+		s := sessions.Session()
+		log.Printf("%s: %d messages, last updated %s", s.SessionID, s.MessageCount, s.UpdatedAt.Format(time.RFC3339))
+	}
+	if err := sessions.Err(); err != nil {
+		if errors.Is(err, ctxstore.ErrNotSupported) {
+			log.Fatal("this ctxstore keeps its sessions in Redis: it can't list a user's")
+		}
+		log.Fatal(err)
+	}
+}
+
+// One page at a time, as a "your past consultations" screen shows them: the page's
+// NextCursor asks for the next ("" on the last).
+func ExampleClient_ListSessions() {
+	client, _ := ctxstore.NewClient("http://ctxstore:8080", os.Getenv("CTXSTORE_TOKEN"))
+	ctx := context.Background()
+	opts := ctxstore.ListOptions{Limit: 20, WithSummaries: true}
+	for {
+		page, err := client.ListSessions(ctx, "user-7", opts)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, s := range page.Items {
+			if s.SummaryText != nil {
+				log.Printf("%s (%s): %s", s.SessionID, s.CreatedAt.Format("2006-01-02"), *s.SummaryText)
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+}

@@ -171,12 +171,12 @@ func (c *Client) PutState(ctx context.Context, sessionID string, state interface
 
 // Profile decodes the user's profile into out and returns its version.
 func (c *Client) Profile(ctx context.Context, userID string, out interface{}) (int64, error) {
-	return c.document(ctx, userPath(userID), out)
+	return c.document(ctx, userPath(userID, "profile"), out)
 }
 
 // PutProfile replaces the user's profile and returns its new version.
 func (c *Client) PutProfile(ctx context.Context, userID string, profile interface{}, opts ...WriteOption) (int64, error) {
-	return c.putDocument(ctx, userPath(userID), profile, opts)
+	return c.putDocument(ctx, userPath(userID, "profile"), profile, opts)
 }
 
 // Summary returns the session's latest summary; an error matching ErrNotFound when none.

@@ -149,6 +149,23 @@ class UnsupportedFormatError(DataError):
     """Stored data uses a format newer than this version of ctxstore knows."""
 
 
+class NotSupportedError(CtxStoreError, NotImplementedError):
+    """This backend can't do this operation (e.g. a Redis store holds no index of a user's
+    sessions to list them by); nothing was read or written.  The other backends can."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        operation: str | None = None,
+        backend: str | None = None,
+    ) -> None:
+        #: The operation refused (its method's name) and the backend's class name.
+        self.operation = operation
+        self.backend = backend
+        super().__init__(message, operation=operation, backend=backend)
+
+
 class ContractVersionError(CtxStoreError):
     """The Context Contract version is not one this receiver accepts."""
 

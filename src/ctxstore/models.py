@@ -460,3 +460,38 @@ class SessionSnapshot:
     @property
     def summary_version(self) -> int:
         return self.summary.summary_version if self.summary is not None else 0
+
+
+# -- a user's sessions, listed ---------------------------------------------------------------
+
+
+class SessionListing(BaseModel):
+    """One session in a listing of its user's sessions (``VersionedStorage.list_sessions``):
+    what a "your consultations" screen shows, without the messages."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    #: When the session was first written (the listing's order, newest first), and last
+    #: written to (a message write: save or append; a summary or state doesn't move it).
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    message_count: int = Field(ge=0)
+    #: The current consultation state's stage (None: no state saved).
+    stage: str | None = None
+    #: The latest summary's version (0: none).
+    summary_version: int = Field(default=0, ge=0)
+    #: The latest summary's text, opened where sealed: only when the listing was asked
+    #: ``with_summaries=True`` and there is a summary; None otherwise.
+    summary_text: str | None = None
+
+
+class SessionPage(BaseModel):
+    """One page of a user's sessions, newest first, and where the next one starts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[SessionListing]
+    #: Opaque, URL-safe: pass it back as ``cursor`` for the next page, with the same user
+    #: and filters.  None: this page is the last.
+    next_cursor: str | None = None

@@ -3,6 +3,7 @@ the published OpenAPI document."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -14,17 +15,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ctxstore.errors import ConfigurationError, CtxStoreError
+from ctxstore.errors import ConfigurationError, CtxStoreError, NotSupportedError
 from ctxstore.http.app import documentation_app
 from ctxstore.http.auth import TokenRegistry, new_token, token_hash
 from ctxstore.http.conditions import not_modified, write_expectation
 from ctxstore.http.openapi import openapi_document, render
 from ctxstore.http.parameters import Parameters
-from ctxstore.http.problems import ERROR_TYPES, NEVER_HOLDS, Problem, problem_type_of
+from ctxstore.http.problems import (
+    ERROR_TYPES,
+    NEVER_HOLDS,
+    Problem,
+    error_response,
+    problem_type_of,
+)
 from ctxstore.http.registry import RouteApp
 from ctxstore.http.routes import append_messages
-from ctxstore.http.schemas import MessageIn
-from ctxstore.models import Message
+from ctxstore.http.schemas import MessageIn, SessionOut, SessionsOut
+from ctxstore.models import Message, SessionListing, SessionPage
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 
@@ -137,6 +144,27 @@ def test_every_ctxstore_error_has_its_own_problem_type() -> None:
 
 def test_the_wire_message_has_the_library_messages_fields() -> None:
     assert list(MessageIn.model_fields) == list(Message.model_fields)
+
+
+def test_a_listed_session_has_the_library_listings_fields() -> None:
+    assert list(SessionOut.model_fields) == list(SessionListing.model_fields)
+    assert list(SessionsOut.model_fields) == list(SessionPage.model_fields)
+
+
+def test_an_operation_the_storage_cant_do_is_501_with_a_fixed_detail() -> None:
+    """What RedisStorage raises for a listing (the service itself runs on PostgreSQL)."""
+    error = NotSupportedError(
+        "RedisStorage can't list a user's sessions",
+        operation="list_sessions",
+        backend="RedisStorage",
+    )
+    kind = problem_type_of(error)
+    assert (kind.slug, kind.status) == ("not-supported", 501)
+    response = error_response(error, conditional=False, retry_after=2)
+    body = json.loads(response.body)
+    assert (response.status_code, body["type"]) == (501, kind.uri)
+    assert "Redis" not in body["detail"]
+    assert "Retry-After" not in response.headers  # retrying never helps
 
 
 def test_the_published_openapi_document_is_current() -> None:

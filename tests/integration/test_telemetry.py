@@ -114,6 +114,7 @@ EVERY_CALL = {
     "load_profile",
     "snapshot",
     "reader",
+    "list_sessions",
     "delete",
     "delete_profile",
     "erase_user",
@@ -134,6 +135,7 @@ async def every_call(storage: Any) -> None:
     await storage.save_profile(USER, {"age": 40})
     assert await storage.load_profile(USER) is not None
     assert (await storage.snapshot(SESSION)).version == 2
+    assert [item.session_id for item in (await storage.list_sessions(USER)).items] == [SESSION]
     assert [m.content async for m in storage.iter_messages(SESSION, batch_size=1)] == [
         "膝盖疼",
         "还在疼",

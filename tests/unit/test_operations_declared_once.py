@@ -65,6 +65,8 @@ def test_backends_implement_the_hooks_not_the_operations(backend: type) -> None:
 
 #: The operations that are more than one hook: each side defines its own.
 MULTI_HOOK = {"erase_user", "reader", "iter_messages", "close"}
+#: Operations VersionedStorage builds on another one, once, for every side.
+BUILT_ON = {"iter_sessions": "list_sessions"}
 
 
 @pytest.mark.parametrize("kind", [Store, FallbackStorage])
@@ -85,9 +87,16 @@ class Recording(MemoryStorage):
         return super()._call(route, subject, action, journal)
 
 
+async def first_of(items: Any) -> Any:
+    async for item in items:
+        return item
+    return None
+
+
 async def test_each_operation_hands_over_its_own_route() -> None:
-    """A Route named after its operation, journaled when it writes, keyed by a user id
-    exactly when its subject is one: what the fallback routes by is right."""
+    """A Route named after its operation (or the one it is built on), journaled when it
+    writes, keyed by a user id exactly when its subject is one, across sessions exactly
+    when it reads many: what the fallback routes by is right."""
     store = Recording()
     calls: dict[str, Callable[[], Any]] = {
         "save": lambda: store.save("s", [{"role": "user", "content": "hi"}]),
@@ -105,14 +114,18 @@ async def test_each_operation_hands_over_its_own_route() -> None:
         "load_profile": lambda: store.load_profile("u"),
         "delete_profile": lambda: store.delete_profile("u"),
         "snapshot": lambda: store.snapshot("s"),
+        "list_sessions": lambda: store.list_sessions("u"),
+        "iter_sessions": lambda: first_of(store.iter_sessions("u")),
         "delete": lambda: store.delete("s"),
     }
     assert set(calls) == set(declared()) - MULTI_HOOK
     writes = {"save", "append", "delete", "save_summary", "save_state", "save_profile"}
+    listings = {"list_sessions", "iter_sessions"}
     for name, call in calls.items():
         store.routes.clear()
         await call()
         (route,) = store.routes
-        assert route.name == name
+        assert route.name == BUILT_ON.get(name, name)
         assert (route.journaled is not None) == (name in writes | {"delete_profile"})
-        assert route.of_user == name.endswith("_profile")
+        assert route.of_user == (name.endswith("_profile") or name in listings)
+        assert route.across_sessions == (name in listings)

@@ -124,7 +124,15 @@ sessions = Table(
         f"char_length(session_id) BETWEEN 1 AND {MAX_SESSION_ID_LENGTH}", name="session_id_length"
     ),
     CheckConstraint("message_count >= 0", name="message_count_non_negative"),
-    Index("ix_sessions_user_id", "user_id"),
+    # A user's sessions newest first, for the listing's keyset pages (revision 1005); its
+    # prefix serves the lookups by user.  On created_at, which no write changes, so the
+    # append's update of the row stays HOT (an index on updated_at would not).
+    Index(
+        "ix_sessions_user_id_created_at",
+        "user_id",
+        text("created_at DESC"),
+        text("session_id DESC"),
+    ),
     Index("ix_sessions_first_activity_at", "first_activity_at"),
     # purge-expired walks expired sessions oldest first; most sessions may never expire.
     Index(

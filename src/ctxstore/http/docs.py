@@ -45,6 +45,7 @@ _PROBLEMS: dict[int, tuple[str, dict[str, Any]]] = {
     415: ("The body is not sent as application/json", {}),
     422: ("Invalid input: the body or a parameter breaks the schema or ctxstore's rules", {}),
     500: ("Internal error (the operator's log says why)", {}),
+    501: ("Not supported: this server's storage can't do this operation", {}),
     503: ("PostgreSQL unavailable, or its schema not ready; retry after Retry-After", _RETRY_AFTER),
 }
 

@@ -96,8 +96,22 @@ _AFTER_MESSAGES = {
     "PutSummary": _link("put_summary"),
     "DeleteSession": _link("delete_session"),
 }
+#: A listing's next page: the same user and filters, from where this page ended.
+_NEXT_PAGE = {
+    "operationId": "list_sessions",
+    "parameters": {
+        "path.user_id": "$request.path.user_id",
+        "query.cursor": "$response.body#/next_cursor",
+        **{
+            f"query.{name}": f"$request.query.{name}"
+            for name in ("limit", "stage", "updated_since", "with_summaries")
+        },
+    },
+    "description": "While next_cursor is not null",
+}
 #: operationId -> status -> links (what a client does next with what it got back).
 LINKS: dict[str, dict[str, dict[str, Any]]] = {
+    "list_sessions": {"200": {"NextPage": _NEXT_PAGE}},
     "put_messages": {"200": _AFTER_MESSAGES, "201": _AFTER_MESSAGES},
     "append_messages": {"200": _AFTER_MESSAGES, "201": _AFTER_MESSAGES},
     "get_messages": {

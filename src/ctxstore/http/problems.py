@@ -30,6 +30,7 @@ from ctxstore.errors import (
     InvalidSessionIdError,
     MessageTooLargeError,
     MigrationError,
+    NotSupportedError,
     SchemaMissingError,
     SessionNotFoundError,
     SessionOwnerError,
@@ -104,6 +105,14 @@ ERROR_TYPES: dict[type[CtxStoreError], ProblemType] = {
     DataKeyDestroyedError: ProblemType("data-key-destroyed", "User erased during the write", 409),
     TokenizerUnavailableError: ProblemType(
         "tokenizer-unavailable", "Tokenizer unavailable", 500, _INTERNAL
+    ),
+    # A backend without the operation (a Redis store lists no user's sessions): retrying
+    # the same server never helps, unlike a 503.
+    NotSupportedError: ProblemType(
+        "not-supported",
+        "Not supported by this storage",
+        501,
+        "this server's storage can't do this operation",
     ),
     CtxStoreError: ProblemType("internal-error", "Internal error", 500, _INTERNAL),
 }

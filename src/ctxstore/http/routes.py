@@ -1,5 +1,5 @@
 """The v1 resources: a session's messages, summary, consultation state and context, and a
-user's profile.  Each handler translates HTTP to one library call and back: the
+user's profile and sessions.  Each handler translates HTTP to one library call and back: the
 preconditions become ``expected_version`` (ctxstore.http.conditions), the version comes
 back as the ETag, and ctxstore's errors become problems (ctxstore.http.app).
 """
@@ -37,14 +37,17 @@ from ctxstore.http.schemas import (
     ContextResponse,
     KnowledgeIn,
     MessagesOut,
+    SessionsOut,
     SummaryIn,
     SummaryOut,
+    Timestamp,
     WriteMessages,
     Written,
 )
 from ctxstore.http.security import guarded
 from ctxstore.models import ConsultationState, UserProfile, Versioned
-from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION
+from ctxstore.storage.listing import MAX_CURSOR_CHARS
+from ctxstore.storage.rules import DEFAULT_LIMITS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NEW_SESSION
 from ctxstore.storage.store import Store
 from ctxstore.tokens import TokenCounter
 
@@ -111,6 +114,7 @@ register_url_convertor("ctxstore_id", _AnyText())
 JSON = "application/json"
 SESSION = "/v1/sessions/{session_id:ctxstore_id}"
 PROFILE = "/v1/users/{user_id:ctxstore_id}/profile"
+USER_SESSIONS = "/v1/users/{user_id:ctxstore_id}/sessions"
 router = Routes()
 _DocumentT = TypeVar("_DocumentT", ConsultationState, UserProfile)
 _Saved_contra = TypeVar("_Saved_contra", contravariant=True)
@@ -525,3 +529,60 @@ async def put_profile(
 ) -> Response:
     save = _store(request).save_profile
     return await _replace(request, user_id, UserProfile, save, if_match, if_none_match)
+
+
+# -- a user's sessions --------------------------------------------------------------------------
+
+
+@router.get(
+    USER_SESSIONS,
+    operation_id="list_sessions",
+    summary="A page of the user's sessions, newest first, and the next page's cursor",
+    description="Newest first by creation, then session id (VersionedStorage.list_sessions). "
+    "Pass next_cursor back as cursor, with the same filters, for the next page; null: the "
+    "last page. A user without sessions has an empty page (200, never 404). Expired "
+    "sessions are not listed. Not a versioned resource: no ETag.",
+    response_model=SessionsOut,
+    responses={200: {"description": "The page and the next page's cursor"}, **problems(501)},
+    openapi_extra=guarded("read"),
+)
+async def list_sessions(
+    request: Request,
+    user_id: UserId,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_PAGE_SIZE, description="Sessions on the page")
+    ] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=MAX_CURSOR_CHARS,
+            description="The previous page's next_cursor (none: the first page), with the "
+            "same user and filters (else 422)",
+        ),
+    ] = None,
+    stage: Annotated[
+        str | None,
+        Query(min_length=1, description="Only sessions whose consultation state is at this stage"),
+    ] = None,
+    updated_since: Annotated[
+        Timestamp | None,
+        Query(
+            description="Only sessions with a message written at or after this time (RFC 3339 "
+            "with a UTC offset: Z, or + percent-encoded as %2B)"
+        ),
+    ] = None,
+    with_summaries: Annotated[
+        bool,
+        Query(description="Each item carries its latest summary's text (summary_text)"),
+    ] = False,
+) -> Response:
+    page = await _store(request).list_sessions(
+        user_id,
+        limit=limit,
+        cursor=cursor,
+        stage=stage,
+        updated_since=updated_since,
+        with_summaries=with_summaries,
+    )
+    return _json(page)

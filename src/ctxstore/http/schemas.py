@@ -163,6 +163,33 @@ class SummaryOut(BaseModel):
     token_count: int | None
 
 
+class SessionOut(BaseModel):
+    """A session in a listing as the service returns it: the fields of
+    ctxstore.models.SessionListing (a test keeps the two the same), every one present."""
+
+    session_id: str
+    #: When the session was first written (the listing's order, newest first).
+    created_at: datetime
+    #: When a message was last written to it (a summary or a state doesn't move it).
+    updated_at: datetime
+    message_count: int
+    #: The consultation state's stage (null: no state saved).
+    stage: str | None
+    #: The latest summary's version (0: none).
+    summary_version: int
+    #: The latest summary's text: only with ``with_summaries=true`` (else null).
+    summary_text: str | None
+
+
+class SessionsOut(BaseModel):
+    """A page of a user's sessions, newest first: the library's SessionPage."""
+
+    items: list[SessionOut]
+    #: Pass it back as ``cursor``, with the same filters, for the next page (null: the
+    #: last page).
+    next_cursor: str | None
+
+
 #: The response of POST .../context: the Context Contract (docs/context-contract.md).
 ContextResponse = ContextContract
 

@@ -139,6 +139,8 @@ class FallbackStorage(VersionedStorage):
         def on(side: Store) -> Awaitable[Result]:
             return side._call(route, subject, action)
 
+        if route.across_sessions:
+            return await self._on_primary_alone(route.name, on)
         session = None if route.of_user else subject
         # The copy key a write of this kind leaves; a read's: that of the subject's writes.
         key = copy_key(route.journaled or ("profile" if route.of_user else "save"), subject)
@@ -162,12 +164,7 @@ class FallbackStorage(VersionedStorage):
     async def erase_user(self, user_id: str, *, vacuum: bool = True) -> ErasureReceipt:
         """Erase on the primary only, with nothing pending: an erasure must reach the store
         of record, and journaled writes of the user's sessions must not outlive it."""
-        await self._sides.ready()
-        if self._sides.mode != "healthy":
-            raise StorageUnavailableError(
-                "erase_user needs the primary with the fallback journal replayed: retry "
-                "when the primary is back (reconcile() replays the journal)"
-            )
+        await self._require_healthy("erase_user")
         return await self.primary.erase_user(user_id, vacuum=vacuum)
 
     async def iter_messages(
@@ -198,6 +195,30 @@ class FallbackStorage(VersionedStorage):
             )
 
     # -- routing ----------------------------------------------------------------------
+
+    async def _require_healthy(self, operation: str) -> None:
+        """StorageUnavailableError unless the primary serves every key: while the journal
+        holds writes, neither side holds everything."""
+        await self._sides.ready()
+        if self._sides.mode != "healthy":
+            raise StorageUnavailableError(
+                f"{operation} needs the primary with the fallback journal replayed: retry "
+                "when the primary is back (reconcile() replays the journal)"
+            )
+
+    async def _on_primary_alone(
+        self, operation: str, action: Callable[[Store], Awaitable[Result]]
+    ) -> Result:
+        """A read across sessions (a user's listing): on the primary, the store of record,
+        while it serves every key.  The secondary holds only an outage's writes, so it
+        never answers: when the primary fails, the store fails over (for the other
+        operations) and this read fails with it."""
+        await self._require_healthy(operation)
+        try:
+            return await action(self.primary)
+        except StorageUnavailableError as error:
+            await self._sides.fail_over(error)
+            raise
 
     async def _read(
         self,

@@ -18,6 +18,8 @@ from ctxstore.models import (
     EMPTY_METADATA,
     ConsultationState,
     Message,
+    SessionListing,
+    SessionPage,
     SessionSnapshot,
     StateChange,
     Summary,
@@ -27,6 +29,7 @@ from ctxstore.models import (
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
 from ctxstore.storage.journal import MemoryJournal
+from ctxstore.storage.listing import ListingQuery, page_of
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits, SummaryDraft
 from ctxstore.storage.snapshot import SessionCopy, SnapshotReader
 from ctxstore.storage.store import Store
@@ -43,6 +46,8 @@ class _Session:
     version: int
     expires_at: float | None
     created_at: datetime = field(default_factory=_now)
+    #: The last message write (as PostgreSQL's sessions.updated_at).
+    updated_at: datetime = field(default_factory=_now)
     user_id: str | None = None
     summaries: list[Summary] = field(default_factory=list)
     state: Versioned[ConsultationState] | None = None
@@ -126,6 +131,7 @@ class MemoryStorage(Store):
             entry.user_id = user_id
         entry.version += 1 if changed else 0  # saving the stored list again is no change
         entry.expires_at = self._expiry()
+        entry.updated_at = _now()
         return entry.version
 
     def _existing(self, session_id: str) -> _Session:
@@ -293,6 +299,25 @@ class MemoryStorage(Store):
                 current.value.model_copy(deep=True), current.version, current.updated_at
             )
 
+    # -- a user's sessions ------------------------------------------------------------------
+
+    async def _list_sessions(self, query: ListingQuery) -> SessionPage:
+        """Sorts the user's live sessions each time: a test and development store, not
+        one whose cost must stay flat."""
+        async with self._lock:
+            now = self._clock()
+            found = sorted(
+                (
+                    (entry.created_at, session_id, entry)
+                    for session_id, entry in self._sessions.items()
+                    if _listed(entry, session_id, query, now)
+                ),
+                key=lambda found: found[:2],
+                reverse=True,
+            )
+            items = [_listing(s, e, query) for _, s, e in found[: query.limit]]
+            return page_of(query, items, more=len(found) > query.limit)
+
     # -- context assembly ------------------------------------------------------------------
 
     @asynccontextmanager
@@ -339,3 +364,32 @@ class MemoryStorage(Store):
                 profile=profile.value.model_copy(deep=True) if profile else None,
                 profile_version=profile.version if profile else 0,
             )
+
+
+def _listed(entry: _Session, session_id: str, query: ListingQuery, now: float) -> bool:
+    """Whether ``entry`` is in ``query``'s listing (the rules of sessions.sql's
+    list_sessions, on a live session)."""
+    after = query.after
+    return (
+        entry.user_id == query.user_id
+        and (entry.expires_at is None or entry.expires_at > now)
+        and (after is None or (entry.created_at, session_id) < (after.created_at, after.session_id))
+        and (query.updated_since is None or entry.updated_at >= query.updated_since)
+        and (
+            query.stage is None
+            or (entry.state is not None and entry.state.value.stage == query.stage)
+        )
+    )
+
+
+def _listing(session_id: str, entry: _Session, query: ListingQuery) -> SessionListing:
+    latest = entry.summaries[-1] if entry.summaries else None
+    return SessionListing(
+        session_id=session_id,
+        created_at=entry.created_at,
+        updated_at=entry.updated_at,
+        message_count=len(entry.messages),
+        stage=entry.state.value.stage if entry.state is not None else None,
+        summary_version=latest.summary_version if latest is not None else 0,
+        summary_text=latest.text if latest is not None and query.with_summaries else None,
+    )

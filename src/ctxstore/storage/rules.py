@@ -114,6 +114,51 @@ def check_limit(limit: object) -> int:
     return limit
 
 
+#: Sessions on one page of a user's listing: by default, and at most.
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+
+
+def check_page_size(limit: object, name: str = "limit") -> int:
+    """Items on one page of a listing: an int from 1 to MAX_PAGE_SIZE."""
+    if type(limit) is not int or not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidInputError(f"{name} must be an int from 1 to {MAX_PAGE_SIZE}, not {limit!r}")
+    return limit
+
+
+def check_stage_filter(stage: object, limits: Limits = DEFAULT_LIMITS) -> str | None:
+    """A listing's stage filter: None, or a stage as a state stores one."""
+    if stage is None:
+        return None
+    if not isinstance(stage, str) or not stage:
+        raise InvalidInputError(f"stage must be a non-empty string or None, not {stage!r}")
+    if utf8_size_exceeds(stage, limits.max_document_bytes):  # no stored state has it
+        raise InputTooLargeError(
+            f"stage is larger than a state may be ({limits.max_document_bytes} bytes)"
+        )
+    problem = text_problem(stage)
+    if problem:
+        raise InvalidInputError(f"stage {problem}")
+    return stage
+
+
+def check_updated_since(updated_since: object) -> datetime | None:
+    """A listing's updated-since filter: None, or a timezone-aware datetime."""
+    if updated_since is None:
+        return None
+    if not isinstance(updated_since, datetime) or updated_since.utcoffset() is None:
+        raise InvalidInputError(
+            f"updated_since must be a timezone-aware datetime or None, not {updated_since!r}"
+        )
+    return updated_since
+
+
+def check_flag(value: object, name: str) -> bool:
+    if type(value) is not bool:
+        raise InvalidInputError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
 def check_batch_size(batch_size: object) -> int:
     if type(batch_size) is not int or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive int, not {batch_size!r}")

@@ -25,10 +25,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
 from ctxstore import telemetry
-from ctxstore.errors import ConfigurationError
+from ctxstore.errors import ConfigurationError, NotSupportedError
 from ctxstore.models import (
     ConsultationState,
     Message,
+    SessionListing,
+    SessionPage,
     SessionSnapshot,
     StateChange,
     Summary,
@@ -46,6 +48,7 @@ from ctxstore.storage.base import (
     Vacuumed,
 )
 from ctxstore.storage.journal import Journal, Operation, OperationKind
+from ctxstore.storage.listing import ListingQuery, continued
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, SummaryDraft
 from ctxstore.tokens import TokenCounter
 
@@ -65,7 +68,9 @@ class Route:
     ``journaled``: a write's kind in the fallback's journal (None: a read); ``of_user``:
     its subject is a user id (a profile), not a session id; ``whole``: a read showing the
     session's whole history (refused on a secondary holding only part of it);
-    ``session_version``: its result is the session's version (None: gone, version 0).
+    ``session_version``: its result is the session's version (None: gone, version 0);
+    ``across_sessions``: a read of many sessions (a user's listing), which only the
+    primary holds all of (refused while a fallback is not healthy).
     """
 
     name: str
@@ -73,6 +78,7 @@ class Route:
     of_user: bool = False
     whole: bool = False
     session_version: bool = False
+    across_sessions: bool = False
 
 
 SAVE = Route("save", journaled="save", session_version=True)
@@ -91,6 +97,7 @@ SAVE_PROFILE = Route("save_profile", journaled="profile", of_user=True)
 LOAD_PROFILE = Route("load_profile", of_user=True)
 DELETE_PROFILE = Route("delete_profile", journaled="delete_profile", of_user=True)
 SNAPSHOT = Route("snapshot", whole=True)
+LIST_SESSIONS = Route("list_sessions", of_user=True, across_sessions=True)
 
 #: What a write leaves for the fallback's journal, built only when one records it.
 JournalEntry = Callable[[], Operation]
@@ -313,6 +320,74 @@ class VersionedStorage(AsyncClosing, ABC):
         row versions keep the user's ids and text; its outcome, and what backups still
         hold, are on the receipt.  ``vacuum=False`` (a batch of erasures, one clean-up
         after the last) leaves that to a later ``erase_user`` or to the operator."""
+
+    # -- a user's sessions ------------------------------------------------------------------
+
+    async def list_sessions(
+        self,
+        user_id: str,
+        *,
+        limit: int = rules.DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+        stage: str | None = None,
+        updated_since: datetime | None = None,
+        with_summaries: bool = False,
+    ) -> SessionPage:
+        """One page of the user's sessions, newest first (by creation; storage/listing.py).
+
+        ``limit``: items on the page, 1 to 1,000.  ``cursor``: the previous page's
+        ``next_cursor`` (None: the first page), used with the same user and filters (else
+        InvalidInputError).  ``stage``: only sessions whose current state is at that stage;
+        ``updated_since``: only sessions written (a message write) at or after that time.
+        ``with_summaries``: each item carries its latest summary's text, opened where it is
+        sealed (EncryptionKeyError when this store has no keys for it); without it, sealed
+        text is never read.  Expired sessions are not listed.
+
+        On PostgreSQL one index scan, whatever the depth and however many sessions the user
+        and the database hold (a filter reads past the sessions it leaves out).  A
+        RedisStorage holds no index by user: NotSupportedError.  A FallbackStorage lists on
+        its primary only, and refuses with StorageUnavailableError while it is not healthy.
+        """
+        rules.check_user_id(user_id, self.limits)
+        asked = ListingQuery(
+            user_id,
+            rules.check_page_size(limit),
+            rules.check_stage_filter(stage, self.limits),
+            rules.check_updated_since(updated_since),
+            rules.check_flag(with_summaries, "with_summaries"),
+        )
+        query = continued(asked, cursor)  # the cursor checked against what it continues
+        return await self._call(LIST_SESSIONS, user_id, lambda store: store._list_sessions(query))
+
+    async def iter_sessions(
+        self,
+        user_id: str,
+        *,
+        page_size: int = 100,
+        stage: str | None = None,
+        updated_since: datetime | None = None,
+        with_summaries: bool = False,
+    ) -> AsyncGenerator[SessionListing, None]:
+        """Every session of the user, newest first: ``list_sessions`` page after page
+        (``page_size`` a page, so memory stays bounded by a page).  Each page is read when
+        the one before is used up: each session shows what it held then, and one created
+        during the walk is before its start (storage/listing.py)."""
+        rules.check_page_size(page_size, "page_size")
+        cursor: str | None = None
+        while True:
+            page = await self.list_sessions(
+                user_id,
+                limit=page_size,
+                cursor=cursor,
+                stage=stage,
+                updated_since=updated_since,
+                with_summaries=with_summaries,
+            )
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     # -- whole sessions -----------------------------------------------------------------------
 
@@ -556,6 +631,17 @@ class Store(VersionedStorage):
         return Backups(
             f"not applicable: a {type(self).__name__} keeps its data in this process only "
             "and writes no backup"
+        )
+
+    async def _list_sessions(self, query: ListingQuery) -> SessionPage:
+        """The page of ``query``: its user's live sessions after ``query.after``, in the
+        listing's order, filtered, ``query.limit`` at most (``listing.page_of``, told
+        whether more follow).  A backend that can't list at a cost bounded by the page
+        keeps this refusal."""
+        raise NotSupportedError(
+            f"{type(self).__name__} can't list a user's sessions",
+            operation="list_sessions",
+            backend=type(self).__name__,
         )
 
     @abstractmethod

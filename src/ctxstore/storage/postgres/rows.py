@@ -37,6 +37,7 @@ from ctxstore.models import (
     STATE_FORMAT,
     ConsultationState,
     Message,
+    SessionListing,
     StateChange,
     Summary,
     UserProfile,
@@ -515,6 +516,30 @@ def summary_from_row(row: Any, session_id: str, keys: Keys | None = None) -> Sum
         plain = key.open(sealed, aad, session_id=session_id)
         fields["text"] = plain.decode("utf-8", "surrogatepass")
     return load_summary(fields, row["format_version"], session_id=session_id)
+
+
+#: The latest summary's columns of a list_sessions row, as summary_from_row reads them.
+_LISTED_SUMMARY = ("text", "covers_until", "token_count", "format_version", "created_at",
+                   "key_id", "sealed")  # fmt: skip
+
+
+def listing_from_row(row: Any, keys: Keys | None, *, with_text: bool) -> SessionListing:
+    """A list_sessions row: with ``with_text``, its latest summary's text (opened with
+    ``keys`` where sealed; EncryptionKeyError without them)."""
+    text = None
+    if with_text and row["summary_version"]:
+        fields = {name: row[f"summary_{name}"] for name in _LISTED_SUMMARY}
+        fields["summary_version"] = row["summary_version"]
+        text = summary_from_row(fields, row["session_id"], keys).text
+    return SessionListing(
+        session_id=row["session_id"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        message_count=row["message_count"],
+        stage=row["stage"],
+        summary_version=row["summary_version"],
+        summary_text=text,
+    )
 
 
 def summary_values(

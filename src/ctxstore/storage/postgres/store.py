@@ -32,6 +32,7 @@ from ctxstore.models import (
     MESSAGE_FORMAT,
     ConsultationState,
     Message,
+    SessionPage,
     SessionSnapshot,
     StateChange,
     Summary,
@@ -42,6 +43,7 @@ from ctxstore.retry import Retry, jittered
 from ctxstore.storage.base import Backups, Erased, Vacuumed
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
+from ctxstore.storage.listing import ListingQuery, page_of
 from ctxstore.storage.postgres import appending, documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections, Undo
 from ctxstore.storage.postgres.erasure import backups_after_erasure, vacuum_after_erasure
@@ -724,6 +726,41 @@ class PostgresStorage(Store):
         async with self._writing("delete profile", user_id, profile=True) as driver:
             await sql.DELETE_PROFILE.execute(driver, user_id=user_id)
         self.written.deleted_profile(user_id)
+
+    # -- a user's sessions ----------------------------------------------------------------------
+
+    async def _list_sessions(self, query: ListingQuery) -> SessionPage:
+        after = query.after
+        found = await self._connections.read(
+            "list_sessions",
+            "fetch",
+            sql.LIST_SESSIONS,
+            user_id=query.user_id,
+            after_created_at=after.created_at if after is not None else None,
+            after_session_id=after.session_id if after is not None else None,
+            updated_since=query.updated_since,
+            stage=query.stage,
+            with_summaries=query.with_summaries,
+            limit=query.limit + 1,  # one more: is there a next page
+        )
+        shown = found[: query.limit]
+        keys = (
+            await self._listed_summary_keys(shown, query.user_id) if query.with_summaries else None
+        )
+        items = [rows.listing_from_row(row, keys, with_text=query.with_summaries) for row in shown]
+        return page_of(query, items, more=len(found) > query.limit)
+
+    async def _listed_summary_keys(self, found: list[Any], user_id: str) -> rows.Keys | None:
+        """The keys the listed summaries (of ``user_id``'s sessions) are sealed under
+        (None: encryption off), each checked to be one its session may hold."""
+        needed = {row["summary_key_id"] for row in found if row["summary_sealed"] is not None}
+        keys = await self._keys_for(needed)
+        if self._keys is not None:
+            for row in found:
+                if row["summary_sealed"] is not None:
+                    owners = SessionOwners(row["session_id"], user_id)
+                    self._keys.check_owners([row["summary_key_id"]], owners)
+        return keys
 
     # -- context assembly and snapshots ------------------------------------------------------------
 

@@ -14,13 +14,19 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ctxstore.errors import ConfigurationError, CorruptDataError, SessionNotFoundError
+from ctxstore.errors import (
+    ConfigurationError,
+    CorruptDataError,
+    NotSupportedError,
+    SessionNotFoundError,
+)
 from ctxstore.formats.layouts import GO_SERVICE, GoLayout
 from ctxstore.models import (
     PROFILE_FORMAT,
     STATE_FORMAT,
     ConsultationState,
     Message,
+    SessionPage,
     SessionSnapshot,
     StateChange,
     Summary,
@@ -30,6 +36,7 @@ from ctxstore.models import (
 from ctxstore.redaction import redact
 from ctxstore.storage import rules
 from ctxstore.storage.base import Backups, Erased
+from ctxstore.storage.listing import ListingQuery
 from ctxstore.storage.redis import keys, scripts, values
 from ctxstore.storage.redis.errors import translated_redis
 from ctxstore.storage.redis.journal import RedisJournal
@@ -358,6 +365,20 @@ class RedisStorage(Store):
         with translated_redis("load profile"):
             fields = await self._client.hmget(self.profile_key(user_id), *keys.DOCUMENT_FIELDS)
         return values.parse_profile(fields, user_id)
+
+    # -- a user's sessions ------------------------------------------------------------------
+
+    async def _list_sessions(self, query: ListingQuery) -> SessionPage:
+        # The Go layout keeps a session's user in its meta hash only: listing one user's
+        # sessions would walk every session of the database (as erase_user does), a cost
+        # no page may have.
+        raise NotSupportedError(
+            "RedisStorage can't list a user's sessions: the Go service's key layout has no "
+            "index by user, and walking every session's meta hash costs as much as the "
+            "whole database; list them on PostgreSQL (or the memory store)",
+            operation="list_sessions",
+            backend="RedisStorage",
+        )
 
     # -- whole sessions -------------------------------------------------------------------------
 

@@ -71,3 +71,31 @@ SELECT count(*) FROM sessions WHERE expires_hour <= now() AND expires_at <= now(
 -- name: count_old --
 -- Count old.
 SELECT count(*) FROM sessions WHERE updated_at < now() - (:age)::interval;
+
+-- name: list_sessions --
+-- A page of a user's live sessions, newest first, from just after the keyset position :after_created_at, :after_session_id (NULL: the top): one scan of ix_sessions_user_id_created_at in its order (no sort, whatever the depth); each with its current stage and its latest summary's version, and that summary's text or seal only :with_summaries (sealed text is not even read otherwise).
+SELECT s.session_id, s.created_at, s.updated_at, s.message_count, c.stage,
+       coalesce(m.summary_version, 0) AS summary_version,
+       m.covers_until AS summary_covers_until, m.token_count AS summary_token_count,
+       m.format_version AS summary_format_version, m.created_at AS summary_created_at,
+       m.key_id AS summary_key_id, m.text AS summary_text, m.sealed AS summary_sealed
+  FROM sessions AS s
+  LEFT JOIN consultation_states AS c ON c.session_id = s.session_id
+  LEFT JOIN LATERAL (
+        SELECT l.summary_version, l.covers_until, l.token_count, l.format_version,
+               l.created_at, l.key_id,
+               CASE WHEN :with_summaries THEN l.text END AS text,
+               CASE WHEN :with_summaries THEN l.sealed END AS sealed
+          FROM summaries AS l
+         WHERE l.session_id = s.session_id
+         ORDER BY l.summary_version DESC
+         LIMIT 1) AS m ON true
+ WHERE s.user_id = :user_id
+   AND (s.created_at, s.session_id)
+       < (coalesce((:after_created_at)::timestamptz, 'infinity'),
+          coalesce((:after_session_id)::text, ''))
+   AND s.updated_at >= coalesce((:updated_since)::timestamptz, '-infinity')
+   AND (s.expires_at IS NULL OR s.expires_at > now())
+   AND ((:stage)::text IS NULL OR c.stage = :stage)
+ ORDER BY s.created_at DESC, s.session_id DESC
+ LIMIT :limit;
