@@ -23,6 +23,12 @@ messages, on one PostgreSQL server, by each contender in turn:
   the session row's UPDATE, then the INSERT of the rows), same arguments, today's
   constraints; ``e d, no FK/CHECKs``: the same without the FK and the CHECKs; ``f d, no
   FK``: without the FK only;
+- ``g``, ``h``, ``i``: the v7 replay on copies of ``a`` (the schema at head) whose
+  ``sessions`` carries the 1.0 baseline's indexes (``g``: ``ix_sessions_user_id``), or a
+  listing index instead: on the last update (``h``: ``(user_id, updated_at DESC,
+  session_id DESC)``, the alternative revision 1005 turned down: ``updated_at`` moves
+  every turn, so no update of the row is HOT) or on the creation time (``i``: ``(user_id,
+  created_at DESC, session_id DESC)``, revision 1005's, which no write changes);
 - ``floor``: one prepared INSERT of the 2 rows (a ``VALUES`` list) into a bare copy of
   ``messages`` (its columns and primary key only), asyncpg's default connection;
 - ``langchain``: langchain-postgres ``PostgresChatMessageHistory.aadd_messages`` (psycopg,
@@ -51,11 +57,15 @@ Reported: the median over runs of each run's median per turn, the spread (min-ma
 run medians) and the ratio to langchain (median and spread of the per-run ratios); what
 each change saves (two contenders' difference in the same round, medians as above); the
 WAL records a turn writes, per contender; and whether every ctxstore contender wrote the
-library's rows byte for byte.  Every scratch database and the roles ``ctxstore db
-upgrade`` created are dropped at the end.
+library's rows byte for byte; and the share of each contender's ``sessions`` updates
+that were HOT (pg_stat_user_tables, over the run, warm-up included).  Every scratch database
+and the roles ``ctxstore db upgrade`` created are dropped at the end.
+
+``--only a,g,h,i`` runs those contenders (by the first word of their names) beside the
+library and langchain, which every run keeps (the checks and ratios need them).
 
 Run: CTXSTORE_BENCH_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/postgres \\
-     python -m benchmarks.bench_append_costs [--runs 3] [--rounds 12] [--turns 25]
+     python -m benchmarks.bench_append_costs [--runs 3] [--rounds 12] [--turns 25] [--only ...]
 Needs the `bench` extra (langchain-postgres, psycopg).
 """
 
@@ -690,6 +700,37 @@ async def variant(scratch: Scratch, today: str, suffix: str, fk: bool, checks: s
     return name
 
 
+#: The ``sessions`` indexes of each listing variant, made on a copy of ``a`` (the schema at
+#: head, whatever its own listing index): the baseline's by user, then one listing index.
+BASELINE_SESSIONS_INDEXES = (
+    "DROP INDEX IF EXISTS ix_sessions_user_id_updated_at",
+    "DROP INDEX IF EXISTS ix_sessions_user_id_created_at",
+    "CREATE INDEX IF NOT EXISTS ix_sessions_user_id ON sessions (user_id)",
+)
+LISTING_INDEXES = {
+    "g": BASELINE_SESSIONS_INDEXES,
+    "h": (
+        *BASELINE_SESSIONS_INDEXES,
+        "CREATE INDEX ix_sessions_user_id_updated_at"
+        " ON sessions (user_id, updated_at DESC, session_id DESC)",
+        "DROP INDEX ix_sessions_user_id",
+    ),
+    "i": (
+        *BASELINE_SESSIONS_INDEXES,
+        "CREATE INDEX ix_sessions_user_id_created_at"
+        " ON sessions (user_id, created_at DESC, session_id DESC)",
+        "DROP INDEX ix_sessions_user_id",
+    ),
+}
+
+
+async def listing_variant(scratch: Scratch, head: str, suffix: str) -> str:
+    """A copy of ``head`` with the ``sessions`` indexes of LISTING_INDEXES[suffix]."""
+    name = await scratch.create(scratch.name(suffix), template=head)
+    await scratch.admin(*LISTING_INDEXES[suffix], "VACUUM ANALYZE sessions", database=name)
+    return name
+
+
 async def with_the_key(scratch: Scratch, today: str) -> None:
     """Today's database with the FK back, as the baseline (revision 1000) made it: revision
     1001 dropped it, and its cost stays measured (the contenders without it are the schema
@@ -777,6 +818,8 @@ class Plan:
     rounds: int
     turns: int
     warmup: int
+    #: ``--only``: the contenders to run beside the library and langchain (None: all).
+    only: str | None = None
 
     @property
     def sessions(self) -> int:
@@ -992,6 +1035,9 @@ NO_FK, NO_CHECKS, NEITHER = "a no FK", "b no CHECKs", "c no FK/CHECKs"
 ONE_CHECK = "b1 the 5 CHECKs as 1"
 ONE, ONE_BARE, FLOOR_NAME, LANGCHAIN = "d one statement", "e d, no FK/CHECKs", "floor", "langchain"
 ONE_NO_FK = "f d, no FK"
+BY_USER = "g sessions: 1.0's index by user"
+BY_UPDATE = "h listing index on updated_at"
+BY_CREATION = "i listing index on created_at"
 
 #: What one change saves, as the difference of two contenders in the same round.
 PAIRS = (
@@ -1010,30 +1056,46 @@ PAIRS = (
     ("all three", V7, ONE_BARE),
     ("the library's client (vs its statement)", LIBRARY, V7),
     ("the library's timeouts", V7, PLAIN),
+    ("listing index on updated_at (no HOT update)", BY_UPDATE, BY_USER),
+    ("listing index on created_at", BY_CREATION, BY_USER),
 )
 
 
 def contenders_for(names: dict[str, str]) -> list[Contender]:
-    return [
-        Library(LIBRARY, names["today"]),
-        Replay(V7, names["v7"]),
-        PlainReplay(PLAIN, names["v7plain"]),
-        Replay(NO_FK, names["a"]),
-        Replay(NO_CHECKS, names["b"]),
-        Replay(ONE_CHECK, names["b1"]),
-        Replay(NEITHER, names["c"]),
-        OneStatement(ONE, names["d"]),
-        OneStatement(ONE_BARE, names["e"]),
-        OneStatement(ONE_NO_FK, names["f"]),
-        Floor(FLOOR_NAME, names["floor"]),
-        Langchain(LANGCHAIN, names["langchain"]),
+    every = [
+        Library(LIBRARY, names.get("today", "")),
+        Replay(V7, names.get("v7", "")),
+        PlainReplay(PLAIN, names.get("v7plain", "")),
+        Replay(NO_FK, names.get("a", "")),
+        Replay(NO_CHECKS, names.get("b", "")),
+        Replay(ONE_CHECK, names.get("b1", "")),
+        Replay(NEITHER, names.get("c", "")),
+        OneStatement(ONE, names.get("d", "")),
+        OneStatement(ONE_BARE, names.get("e", "")),
+        OneStatement(ONE_NO_FK, names.get("f", "")),
+        Replay(BY_USER, names.get("g", "")),
+        Replay(BY_UPDATE, names.get("h", "")),
+        Replay(BY_CREATION, names.get("i", "")),
+        Floor(FLOOR_NAME, names.get("floor", "")),
+        Langchain(LANGCHAIN, names.get("langchain", "")),
     ]
+    return [contender for contender in every if contender.database]
+
+
+def wanted(only: str | None) -> set[str] | None:
+    """The database suffixes ``--only`` asks for (None: all), by the first word of the
+    contenders' names ("today": the library's two replays too)."""
+    if only is None:
+        return None
+    words = {word.strip() for word in only.split(",") if word.strip()}
+    return words | {"v7", "v7plain"} if "today" in words else words
 
 
 async def prepare(scratch: Scratch, plan: Plan) -> dict[str, str]:
     today, langchain = await seed(scratch, plan.sessions)
     await with_the_key(scratch, today)
     names = {"today": today, "langchain": langchain}
+    keep = wanted(plan.only)
     for suffix, fk, checks in (
         ("v7", True, "keep"),
         ("v7plain", True, "keep"),
@@ -1045,8 +1107,15 @@ async def prepare(scratch: Scratch, plan: Plan) -> dict[str, str]:
         ("e", False, "drop"),
         ("f", False, "keep"),
     ):
-        names[suffix] = await variant(scratch, today, suffix, fk, checks)
-    names["floor"] = await floor_database(scratch, today)
+        if keep is None or suffix in keep or (suffix == "a" and keep & LISTING_INDEXES.keys()):
+            names[suffix] = await variant(scratch, today, suffix, fk, checks)
+    for suffix in LISTING_INDEXES:
+        if keep is None or suffix in keep:
+            names[suffix] = await listing_variant(scratch, names["a"], suffix)
+    if keep is not None and "a" not in keep:
+        names.pop("a", None)  # made as the listing variants' template only
+    if keep is None or "floor" in keep:
+        names["floor"] = await floor_database(scratch, today)
     return names
 
 
@@ -1093,6 +1162,48 @@ async def same_writes(server: URL, contenders: list[Contender]) -> str:
     )
 
 
+SESSIONS_UPDATES = (
+    "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'sessions'"
+)
+
+
+async def sessions_updates(server: URL, contenders: list[Contender]) -> dict[str, tuple[int, int]]:
+    """Each ctxstore contender's ``sessions`` updates so far, and how many were HOT (a
+    backend reports its counters at the latest when it exits: read after closing)."""
+    found = {}
+    for contender in contenders:
+        if isinstance(contender, Langchain | Floor):
+            continue
+        connection = await asyncpg.connect(dsn(server, contender.database))
+        try:
+            updates, hot = await connection.fetchrow(SESSIONS_UPDATES)
+        finally:
+            await connection.close()
+        found[contender.name] = (int(updates), int(hot))
+    return found
+
+
+def hot_report(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> tuple[str, dict[str, Any]]:
+    found: dict[str, Any] = {}
+    for name, (updates, hot) in after.items():
+        done = updates - before[name][0]
+        found[name] = {
+            "updates": done,
+            "hot_share": (hot - before[name][1]) / done if done else None,
+        }
+    lines = [
+        (
+            name,
+            f"{f['updates']:,}",
+            "-" if f["hot_share"] is None else f"{100 * f['hot_share']:.0f} %",
+        )
+        for name, f in found.items()
+    ]
+    return table(lines, ("contender", "sessions updates", "HOT")), found
+
+
 @contextlib.asynccontextmanager
 async def opened(server: URL, contenders: list[Contender]) -> AsyncIterator[asyncpg.Connection]:
     probe = await asyncpg.connect(dsn(server))
@@ -1118,6 +1229,7 @@ async def run(server: URL, plan: Plan) -> dict[str, Any]:
             f"seeded {plan.sessions} sessions of {SEEDED} in {time.perf_counter() - started:.0f} s"
         )
         contenders = contenders_for(names)
+        updates_before = await sessions_updates(server, contenders)
         async with opened(server, contenders) as probe:
             wal = await find_wal(probe)
             if wal.waldump is None or wal.directory is None:
@@ -1148,7 +1260,12 @@ async def run(server: URL, plan: Plan) -> dict[str, Any]:
                 f"\npg_waldump --stats=record, today (library)'s last batch ({plan.turns} turns):"
             )
             print(stats)
+        await asyncio.sleep(1.5)  # the closed backends' counters reach the statistics
+        hot_text, hot = hot_report(updates_before, await sessions_updates(server, contenders))
+        print("\nsessions updates over the run (warm-up included), HOT share\n")
+        print(hot_text)
         return {
+            "hot": hot,
             "plan": plan.__dict__,
             "figures": figures,
             "pairs": pairs,
@@ -1330,6 +1447,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5, help="turns of the warm-up batch")
     parser.add_argument("--json", type=Path, help="also write the figures there")
     parser.add_argument(
+        "--only", help="comma-separated contenders (first words: a,g,h,i) beside the library"
+    )
+    parser.add_argument(
         "--client", action="store_true",
         help="instead: client instructions (callgrind) and client+backend CPU of a turn",
     )  # fmt: skip
@@ -1341,7 +1461,7 @@ def main() -> None:
         with bench_server() as server:
             asyncio.run(client_costs(server, args.grind, args.repeats, args.client_turns))
         return
-    plan = Plan(args.runs, args.rounds, args.turns, args.warmup)
+    plan = Plan(args.runs, args.rounds, args.turns, args.warmup, args.only)
     with bench_server() as server:
         found = asyncio.run(run(server, plan))
     if args.json is not None:
