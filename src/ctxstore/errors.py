@@ -58,6 +58,11 @@ class MessageTooLargeError(InvalidMessageError, InputTooLargeError):
     """A message is larger than the configured size limit."""
 
 
+class BundleError(InvalidInputError):
+    """The user bundle is not an intact ctxstore bundle (not one, another format version,
+    truncated, a count or SHA-256 digest that doesn't match); nothing was imported."""
+
+
 class ConflictError(CtxStoreError):
     """The stored version is not the one the caller expected."""
 

@@ -32,6 +32,8 @@ COMMANDS = {
     "rotate-keys": set(),
     "serve": set(),
     "erase-user": set(),
+    "export-user": set(),
+    "import-user": set(),
     "demo": set(),
     "dev": set(),
 }

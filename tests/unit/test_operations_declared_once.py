@@ -64,7 +64,7 @@ def test_backends_implement_the_hooks_not_the_operations(backend: type) -> None:
 
 
 #: The operations that are more than one hook: each side defines its own.
-MULTI_HOOK = {"erase_user", "reader", "iter_messages", "close"}
+MULTI_HOOK = {"erase_user", "reader", "iter_messages", "export_user", "import_user", "close"}
 #: Operations VersionedStorage builds on another one, once, for every side.
 BUILT_ON = {"iter_sessions": "list_sessions"}
 

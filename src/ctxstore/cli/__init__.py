@@ -8,6 +8,7 @@ What a command does (beyond parsing its arguments) is in ``ctxstore.commands``.
 - analytics.py: ``analytics REPORT``;
 - maintenance.py: ``upgrade-data``, ``recount``, ``seed-sample``, ``purge-expired``,
   ``rotate-keys``, ``erase-user``;
+- bundle.py: ``export-user`` and ``import-user``;
 - summarize.py, import_redis.py, serve.py, contract.py, demo.py, dev.py: the command each
   names (summarize.py: ``summarize-worker``);
 - reference.py: docs/cli.md, generated from the parser.
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 from ctxstore import __version__
 from ctxstore.cli import (
     analytics,
+    bundle,
     contract,
     db,
     demo,
@@ -48,7 +50,9 @@ if TYPE_CHECKING:
     from ctxstore.settings import Settings
 
 #: In the order ``ctxstore --help`` lists them.
-COMMANDS = (db, maintenance, summarize, import_redis, analytics, serve, contract, demo, dev)
+COMMANDS = (
+    db, maintenance, bundle, summarize, import_redis, analytics, serve, contract, demo, dev,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.responses import Response
 
 from ctxstore.errors import (
+    BundleError,
     ConfigurationError,
     ConflictError,
     ContractBudgetError,
@@ -72,6 +73,7 @@ ERROR_TYPES: dict[type[CtxStoreError], ProblemType] = {
     InputTooLargeError: ProblemType("input-too-large", "Input too large", 413),
     MessageTooLargeError: ProblemType("message-too-large", "Message too large", 413),
     TooManyMessagesError: ProblemType("too-many-messages", "Too many messages", 413),
+    BundleError: ProblemType("invalid-bundle", "Invalid user bundle", 422),
     SessionNotFoundError: ProblemType("session-not-found", "Session not found", 404),
     # 412 when the request had a precondition (If-Match, If-None-Match: *), else 409.
     ConflictError: ProblemType("conflict", "Version conflict", 409),

@@ -6,14 +6,14 @@ back as the ETag, and ctxstore's errors become problems (ctxstore.http.app).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Protocol, TypeVar
 
 import pydantic_core
 from fastapi import Header, Path, Query, Request
 from pydantic import BaseModel
 from starlette.convertors import PathConvertor, register_url_convertor
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.context.compression import TokenBudget
@@ -112,9 +112,11 @@ class _AnyText(PathConvertor):
 register_url_convertor("ctxstore_id", _AnyText())
 
 JSON = "application/json"
+NDJSON = "application/x-ndjson"
 SESSION = "/v1/sessions/{session_id:ctxstore_id}"
 PROFILE = "/v1/users/{user_id:ctxstore_id}/profile"
 USER_SESSIONS = "/v1/users/{user_id:ctxstore_id}/sessions"
+USER_EXPORT = "/v1/users/{user_id:ctxstore_id}/export"
 router = Routes()
 _DocumentT = TypeVar("_DocumentT", ConsultationState, UserProfile)
 _Saved_contra = TypeVar("_Saved_contra", contravariant=True)
@@ -586,3 +588,34 @@ async def list_sessions(
         with_summaries=with_summaries,
     )
     return _json(page)
+
+
+# -- a user's bundle ----------------------------------------------------------------------------
+
+
+@router.get(
+    USER_EXPORT,
+    operation_id="export_user",
+    summary="Everything held about the user, as one bundle (JSON lines), streamed",
+    description="The bundle VersionedStorage.export_user writes (docs/storage-contract.md, "
+    "Export and import): the profile, and every session with its messages, summaries, "
+    "state and state history, in plaintext, one JSON record a line, the manifest (counts "
+    "and SHA-256 digests) last. Streamed: an error once the stream has begun ends it "
+    "without its manifest, which an import refuses. For operators: the admin scope.",
+    response_class=StreamingResponse,
+    responses={
+        200: {"description": "The bundle", "content": {NDJSON: {}}},
+        **problems(501),
+    },
+    openapi_extra=guarded("admin"),
+)
+async def export_user(request: Request, user_id: UserId) -> StreamingResponse:
+    chunks = _store(request).export_user(user_id)
+    first = await anext(chunks)  # errors before the first byte are problems, as elsewhere
+
+    async def bundle() -> AsyncIterator[bytes]:
+        yield first
+        async for chunk in chunks:
+            yield chunk
+
+    return StreamingResponse(bundle(), media_type=NDJSON)

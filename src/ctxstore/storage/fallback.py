@@ -22,7 +22,14 @@ worker process its own stable ``journal_name``.  The degraded state is observabl
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+)
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import TypeVar
@@ -31,6 +38,7 @@ from ctxstore import telemetry
 from ctxstore.errors import StorageUnavailableError
 from ctxstore.models import Message
 from ctxstore.storage.base import ErasureReceipt, SessionReader
+from ctxstore.storage.bundle import ImportReceipt
 from ctxstore.storage.failover import RECONCILE_WITHIN, FallbackStats, JournalLoss, Sides
 from ctxstore.storage.journal import Journal, Operation, Quarantined, copy_key
 from ctxstore.storage.replay import ReplayReport
@@ -166,6 +174,20 @@ class FallbackStorage(VersionedStorage):
         of record, and journaled writes of the user's sessions must not outlive it."""
         await self._require_healthy("erase_user")
         return await self.primary.erase_user(user_id, vacuum=vacuum)
+
+    async def export_user(
+        self, user_id: str, *, batch_size: int = 1000
+    ) -> AsyncGenerator[bytes, None]:
+        """From the primary only, while it is healthy (as ``list_sessions``): it alone
+        holds every session of the user."""
+        await self._require_healthy("export_user")
+        async for chunk in self.primary.export_user(user_id, batch_size=batch_size):
+            yield chunk
+
+    async def import_user(self, bundle: AsyncIterable[bytes] | Iterable[bytes]) -> ImportReceipt:
+        """Into the primary only, while it is healthy: never journaled, as one write."""
+        await self._require_healthy("import_user")
+        return await self.primary.import_user(bundle)
 
     async def iter_messages(
         self, session_id: str, *, batch_size: int = 1000

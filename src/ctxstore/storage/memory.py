@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from ctxstore.errors import SessionNotFoundError
+from ctxstore.errors import ConflictError, SessionNotFoundError
 from ctxstore.models import (
     EMPTY_METADATA,
     ConsultationState,
@@ -28,6 +28,14 @@ from ctxstore.models import (
 )
 from ctxstore.storage import rules
 from ctxstore.storage.base import Erased
+from ctxstore.storage.bundle import (
+    Bundled,
+    BundledMessages,
+    BundledSession,
+    BundledState,
+    BundledStateChange,
+    BundledSummary,
+)
 from ctxstore.storage.journal import MemoryJournal
 from ctxstore.storage.listing import ListingQuery, page_of
 from ctxstore.storage.rules import DEFAULT_LIMITS, NEW_SESSION, Limits, SummaryDraft
@@ -318,6 +326,40 @@ class MemoryStorage(Store):
             items = [_listing(s, e, query) for _, s, e in found[: query.limit]]
             return page_of(query, items, more=len(found) > query.limit)
 
+    # -- a user's bundle --------------------------------------------------------------------
+
+    async def _import_user(self, user_id: str, records: AsyncIterator[Bundled]) -> None:
+        """The bundle staged whole (this store holds everything in memory anyway), then
+        added under the lock once nothing of it exists here."""
+        staged: dict[str, _Session] = {}
+        profile: Versioned[UserProfile] | None = None
+        async for record in records:
+            if isinstance(record, Versioned):
+                profile = record
+            else:
+                _stage(staged, record, self._expiry())
+        async with self._lock:
+            self._refuse_existing(user_id, staged)
+            self._sessions.update(staged)
+            if profile is not None:
+                self._profiles[user_id] = profile
+
+    def _refuse_existing(self, user_id: str, staged: dict[str, _Session]) -> None:
+        """ConflictError when the user or one of ``staged``'s sessions is here already."""
+        self._sweep()
+        if user_id in self._profiles or any(
+            entry.user_id == user_id for entry in self._sessions.values()
+        ):
+            raise ConflictError(f"import: user {user_id!r} already exists; nothing was imported")
+        for session_id in staged:
+            if self._live(session_id) is not None:
+                raise ConflictError(
+                    f"import: session {session_id!r} already exists; nothing was imported",
+                    session_id=session_id,
+                )
+        for entry in staged.values():
+            entry.user_id = user_id
+
     # -- context assembly ------------------------------------------------------------------
 
     @asynccontextmanager
@@ -393,3 +435,26 @@ def _listing(session_id: str, entry: _Session, query: ListingQuery) -> SessionLi
         summary_version=latest.summary_version if latest is not None else 0,
         summary_text=latest.text if latest is not None and query.with_summaries else None,
     )
+
+
+def _stage(staged: dict[str, _Session], record: Bundled, expires_at: float | None) -> None:
+    """Add a bundle's record (not the profile) to the sessions being imported."""
+    if isinstance(record, BundledSession):
+        staged[record.session_id] = _Session(
+            messages=[],
+            version=record.version,
+            expires_at=expires_at,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
+        return
+    assert not isinstance(record, Versioned)
+    entry = staged[record.session_id]
+    if isinstance(record, BundledMessages):
+        entry.messages.extend(record.messages)
+    elif isinstance(record, BundledSummary):
+        entry.summaries.append(record.summary)
+    elif isinstance(record, BundledState):
+        entry.state = record.state
+    elif isinstance(record, BundledStateChange):
+        entry.history.append(record.change)

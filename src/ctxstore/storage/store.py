@@ -18,7 +18,16 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -47,6 +56,7 @@ from ctxstore.storage.base import (
     SessionReader,
     Vacuumed,
 )
+from ctxstore.storage.bundle import Bundled, ImportReceipt, export_bundle, open_bundle
 from ctxstore.storage.journal import Journal, Operation, OperationKind
 from ctxstore.storage.listing import ListingQuery, continued
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, SummaryDraft
@@ -411,6 +421,32 @@ class VersionedStorage(AsyncClosing, ABC):
         transaction, so the whole export must fit in ``operation_timeout``).
         """
 
+    # -- a user's bundle (storage/bundle/) ----------------------------------------------------
+
+    @abstractmethod
+    def export_user(self, user_id: str, *, batch_size: int = 1000) -> AsyncGenerator[bytes, None]:
+        """Everything held about the user as one bundle, streamed in chunks of bytes: the
+        profile, and each session with its messages, every summary version, its state and
+        state history, in plaintext (sealed text opened: the store needs the keys), old
+        formats upgraded.  Messages are read ``batch_size`` at a time, so memory stays
+        bounded whatever the user holds.  The same data always gives the same bytes.
+
+        Built on ``list_sessions``: a RedisStorage raises NotSupportedError; a
+        FallbackStorage exports from its primary, only while it is healthy.  A session
+        written to during its export fails it (ConflictError): export again."""
+
+    @abstractmethod
+    async def import_user(self, bundle: AsyncIterable[bytes] | Iterable[bytes]) -> ImportReceipt:
+        """Restore an ``export_user`` bundle (chunks of bytes, e.g. an open binary file)
+        exactly: versions and times as exported, so exporting it again gives the same bytes.
+
+        Every line is checked with this store's rules and limits, and the manifest's
+        counts and digests at the end; BundleError if anything is wrong, ConflictError if
+        the user (a profile or a live session) or any of its sessions already exists here.
+        Either way nothing is written (on PostgreSQL, one transaction).  Sessions expire
+        ``ttl`` after the import, as after a write.  A RedisStorage raises
+        NotSupportedError; a FallbackStorage imports into its primary while healthy."""
+
     def _stored_prefix(self, session_id: str, messages: object) -> int:
         """How many of ``messages``' first items are the very Message objects this
         backend knows it stored for the session (checked when written: the rules skip
@@ -521,6 +557,27 @@ class Store(VersionedStorage):
             for start in range(0, head.message_count, batch_size):
                 for message in await reader.span(start, start + batch_size):
                     yield message
+
+    async def export_user(
+        self, user_id: str, *, batch_size: int = 1000
+    ) -> AsyncGenerator[bytes, None]:
+        rules.check_user_id(user_id, self.limits)
+        rules.check_batch_size(batch_size)
+        async for chunk in export_bundle(self, user_id, batch_size):
+            yield chunk
+
+    async def import_user(self, bundle: AsyncIterable[bytes] | Iterable[bytes]) -> ImportReceipt:
+        opened = await open_bundle(bundle, self.limits)
+        try:
+            await self._traced(
+                "import_user",
+                self._import_user(opened.user_id, opened.records),
+                opened.user_id,
+                of_user=True,
+            )
+        finally:
+            await opened.records.aclose()
+        return opened.reader.receipt()
 
     # -- where each operation runs: here ----------------------------------------------------------
 
@@ -641,6 +698,18 @@ class Store(VersionedStorage):
         raise NotSupportedError(
             f"{type(self).__name__} can't list a user's sessions",
             operation="list_sessions",
+            backend=type(self).__name__,
+        )
+
+    async def _import_user(self, user_id: str, records: AsyncIterator[Bundled]) -> None:
+        """Write every record of ``user_id``'s bundle, all or nothing: ``records`` checks
+        each as it comes and raises at the end if the bundle is not intact, so a backend
+        writes only once the last one was read.  ConflictError (nothing written) when the
+        user or one of the sessions exists already.  A backend that can't restore versions
+        and times exactly keeps this refusal."""
+        raise NotSupportedError(
+            f"{type(self).__name__} can't import a user's bundle",
+            operation="import_user",
             backend=type(self).__name__,
         )
 

@@ -38,6 +38,7 @@ FILES = (
     "write_ids.sql",
     "summary_jobs.sql",
     "checkpoints.sql",
+    "bundles.sql",
 )
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.M)

@@ -41,12 +41,14 @@ from ctxstore.models import (
 )
 from ctxstore.retry import Retry, jittered
 from ctxstore.storage.base import Backups, Erased, Vacuumed
+from ctxstore.storage.bundle import Bundled
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
 from ctxstore.storage.listing import ListingQuery, page_of
 from ctxstore.storage.postgres import appending, documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections, Undo
 from ctxstore.storage.postgres.erasure import backups_after_erasure, vacuum_after_erasure
+from ctxstore.storage.postgres.importing import Importer, write_bundle
 from ctxstore.storage.postgres.keys import (
     DataKeys,
     SessionOwners,
@@ -761,6 +763,20 @@ class PostgresStorage(Store):
                     owners = SessionOwners(row["session_id"], user_id)
                     self._keys.check_owners([row["summary_key_id"]], owners)
         return keys
+
+    # -- a user's bundle ------------------------------------------------------------------------
+
+    async def _import_user(self, user_id: str, records: AsyncIterator[Bundled]) -> None:
+        """One transaction (importing.py); the user's data key is made first, in its own:
+        if the import then fails, that key remains, sealing nothing."""
+        key = await self._user_key(user_id)
+        async with self._connections.call("import user") as driver, driver.transaction():
+            importer = Importer(driver, user_id, key, self.token_counter, self.limits, self.ttl)
+            written = await write_bundle(importer, records)
+        for session_id in written:
+            self.knowledge.forget(session_id)
+            self.written.deleted(session_id)  # gone, then new: never read from a lagging replica
+        self.written.deleted_profile(user_id)
 
     # -- context assembly and snapshots ------------------------------------------------------------
 
