@@ -451,6 +451,29 @@ CREATE TABLE analytics_month_cells (
 
 ALTER TABLE analytics_month_cells OWNER TO :"owner_role";
 
+-- Legal holds (revision 1006), placed and lifted by the owner (`ctxstore hold`): what a
+-- hold covers, no purge, deletion or erasure removes.  The app role reads them.
+CREATE TABLE legal_holds (
+    hold_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id text,
+    session_id text,
+    reason text NOT NULL,
+    placed_by text NOT NULL,
+    placed_at timestamp with time zone DEFAULT now() NOT NULL,
+    lifted_by text,
+    lifted_at timestamp with time zone,
+    CONSTRAINT pk_legal_holds PRIMARY KEY (hold_id),
+    CONSTRAINT ck_legal_holds_one_subject CHECK (((user_id IS NULL) <> (session_id IS NULL))),
+    CONSTRAINT ck_legal_holds_reason_given CHECK (((char_length(reason) >= 1) AND (char_length(reason) <= 1000))),
+    CONSTRAINT ck_legal_holds_lifted_by_someone CHECK (((lifted_at IS NULL) = (lifted_by IS NULL)))
+);
+
+ALTER TABLE legal_holds OWNER TO :"owner_role";
+
+CREATE INDEX ix_legal_holds_user_id ON legal_holds USING btree (user_id) WHERE (lifted_at IS NULL);
+
+CREATE INDEX ix_legal_holds_session_id ON legal_holds USING btree (session_id) WHERE (lifted_at IS NULL);
+
 -- Alembic's own (it creates the table before the first revision runs).
 CREATE TABLE IF NOT EXISTS alembic_version (
     version_num character varying(32) NOT NULL,
@@ -1159,12 +1182,46 @@ $$;
 
 ALTER FUNCTION ctxstore_write_profile_v1(p_user_id text, p_expected bigint, p_age smallint, p_gender text, p_exercise_habit text, p_known_limitations text[], p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea) OWNER TO :"owner_role";
 
+-- The holds in force on a session (its own, its user's), as one line for an error.
+CREATE FUNCTION ctxstore_holds_of_v1(p_user_id text, p_session_ids text[]) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+SELECT string_agg(
+           format('%s on %s %s (placed by %s at %s: %s)', h.hold_id,
+                  CASE WHEN h.user_id IS NULL THEN 'session' ELSE 'user' END,
+                  coalesce(h.user_id, h.session_id), h.placed_by,
+                  to_char(h.placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'), h.reason),
+           '; ' ORDER BY h.placed_at, h.hold_id)
+  FROM legal_holds AS h
+ WHERE h.lifted_at IS NULL
+   AND (h.user_id = p_user_id OR h.session_id = ANY(p_session_ids))
+$$;
+
+ALTER FUNCTION ctxstore_holds_of_v1(p_user_id text, p_session_ids text[]) OWNER TO :"owner_role";
+
 CREATE FUNCTION ctxstore_delete_session_v1(p_session_id text, p_expired_only boolean) RETURNS boolean
     LANGUAGE plpgsql
     AS $$
 DECLARE
+    v_user_id text;
+    v_held text;
     v_deleted boolean;
 BEGIN
+    -- The row locked first: a hold placed meanwhile waits for it, or is seen below.
+    UPDATE sessions SET user_id = user_id
+     WHERE session_id = p_session_id AND (NOT p_expired_only OR expires_at <= now())
+    RETURNING user_id INTO v_user_id;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    v_held := ctxstore_holds_of_v1(v_user_id, ARRAY[p_session_id]);
+    IF v_held IS NOT NULL THEN
+        IF p_expired_only THEN
+            RETURN false;  -- expired, so read as missing, but kept while held
+        END IF;
+        RAISE EXCEPTION 'session % is under a legal hold: %', p_session_id, v_held
+            USING ERRCODE = 'CX002';
+    END IF;
     DELETE FROM sessions
      WHERE session_id = p_session_id AND (NOT p_expired_only OR expires_at <= now());
     v_deleted := FOUND;
@@ -1194,20 +1251,35 @@ BEGIN
     PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
     IF p_age IS NULL THEN
         -- expires_hour (indexed) is never later than expires_at: no expired session missed
-        v_ids := ARRAY(SELECT session_id FROM sessions
-                        WHERE expires_hour <= now() AND expires_at <= now()
-                        ORDER BY expires_hour LIMIT p_batch_size);
+        v_ids := ARRAY(SELECT s.session_id FROM sessions AS s
+                        WHERE s.expires_hour <= now() AND s.expires_at <= now()
+                          AND NOT EXISTS (SELECT FROM legal_holds AS h
+                                           WHERE h.lifted_at IS NULL
+                                             AND (h.session_id = s.session_id
+                                                  OR h.user_id = s.user_id))
+                        ORDER BY s.expires_hour LIMIT p_batch_size);
     ELSE
-        v_ids := ARRAY(SELECT session_id FROM sessions WHERE updated_at < now() - p_age
+        v_ids := ARRAY(SELECT s.session_id FROM sessions AS s
+                        WHERE s.updated_at < now() - p_age
+                          AND NOT EXISTS (SELECT FROM legal_holds AS h
+                                           WHERE h.lifted_at IS NULL
+                                             AND (h.session_id = s.session_id
+                                                  OR h.user_id = s.user_id))
                         LIMIT p_batch_size);
     END IF;
     IF cardinality(v_ids) = 0 THEN
         RETURN;
     END IF;
-    FOR v_row IN DELETE FROM sessions
-                  WHERE session_id = ANY(v_ids)
-                    AND (expires_at <= now() OR updated_at < now() - p_age)
-                 RETURNING session_id, message_count LOOP
+    -- Locked, then the holds checked again by the DELETE: its snapshot, taken after the
+    -- locks were granted, sees a hold placed meanwhile (placing one locks the rows too).
+    UPDATE sessions SET user_id = user_id WHERE session_id = ANY(v_ids);
+    FOR v_row IN DELETE FROM sessions AS s
+                  WHERE s.session_id = ANY(v_ids)
+                    AND (s.expires_at <= now() OR s.updated_at < now() - p_age)
+                    AND NOT EXISTS (SELECT FROM legal_holds AS h
+                                     WHERE h.lifted_at IS NULL
+                                       AND (h.session_id = s.session_id OR h.user_id = s.user_id))
+                 RETURNING s.session_id, s.message_count LOOP
         v_gone := v_gone || v_row.session_id;
         v_owners := v_owners || ('s:' || v_row.session_id);
         RETURN NEXT v_row.message_count;
@@ -1229,11 +1301,13 @@ CREATE FUNCTION ctxstore_erase_user_sessions_v2(p_user_id text, OUT session_ids 
 DECLARE
     v_keys bigint[];
     v_holding text[] := '{}';
+    v_held text;
     v_row record;
 BEGIN
     PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
     -- Writers naming the user hold this lock shared from their start: the erasure waits
     -- for those in flight and holds off new ones, before any row lock (no deadlock).
+    -- Placing a hold takes it shared too: the check below sees every hold placed before.
     PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore user ' || p_user_id, 0));
     v_keys := ARRAY(SELECT key_id FROM data_keys WHERE owner = 'u:' || p_user_id);
     IF cardinality(v_keys) > 0 THEN
@@ -1244,6 +1318,12 @@ BEGIN
                    WHERE t.key_id = ANY(v_keys)
             UNION SELECT t.session_id FROM consultation_state_history AS t
                    WHERE t.key_id = ANY(v_keys));
+    END IF;
+    v_held := ctxstore_holds_of_v1(p_user_id, v_holding || ARRAY(
+        SELECT s.session_id FROM sessions AS s WHERE s.user_id = p_user_id));
+    IF v_held IS NOT NULL THEN
+        RAISE EXCEPTION 'user % is under a legal hold: %', p_user_id, v_held
+            USING ERRCODE = 'CX002';
     END IF;
     session_ids := '{}';
     messages := 0;
@@ -1947,6 +2027,9 @@ GRANT ALL ON FUNCTION ctxstore_append_v7(p_session_id text, p_expected bigint, p
 REVOKE ALL ON FUNCTION ctxstore_delete_session_v1(p_session_id text, p_expired_only boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION ctxstore_delete_session_v1(p_session_id text, p_expired_only boolean) TO :"app_role";
 
+REVOKE ALL ON FUNCTION ctxstore_holds_of_v1(p_user_id text, p_session_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION ctxstore_holds_of_v1(p_user_id text, p_session_ids text[]) TO :"app_role";
+
 REVOKE ALL ON FUNCTION ctxstore_delete_unused_retired_keys_v1() FROM PUBLIC;
 GRANT ALL ON FUNCTION ctxstore_delete_unused_retired_keys_v1() TO :"app_role";
 
@@ -1978,6 +2061,8 @@ REVOKE ALL ON FUNCTION ctxstore_write_state_v2(p_session_id text, p_expected big
 GRANT ALL ON FUNCTION ctxstore_write_state_v2(p_session_id text, p_expected bigint, p_stage text, p_chief_complaint text, p_body_parts text[], p_symptoms text[], p_red_flags text[], p_pain_level smallint, p_duration text, p_red_flag_count integer, p_symptom_count integer, p_body_part_count integer, p_has_chief_complaint boolean, p_has_symptom_duration boolean, p_document jsonb, p_format_version smallint, p_key_id bigint, p_sealed bytea, OUT version bigint, OUT updated_at timestamp with time zone) TO :"app_role";
 
 GRANT SELECT ON TABLE alembic_version TO :"app_role";
+
+GRANT SELECT ON TABLE legal_holds TO :"app_role";
 
 GRANT SELECT ON TABLE analytics_body_part_frequencies TO :"analytics_role";
 

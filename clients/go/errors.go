@@ -57,6 +57,9 @@ var (
 	// ErrNotSupported: the service's store can't do this operation (a Redis-backed
 	// store lists no user's sessions); nothing was read or written. Any 501 matches it.
 	ErrNotSupported = &ProblemType{"not-supported"}
+	// ErrLegalHold: what the call would delete (a session) is under a legal hold the
+	// owner placed; nothing was deleted, and no retry helps until the owner lifts it.
+	ErrLegalHold = &ProblemType{"legal-hold"}
 )
 
 const typeBase = "https://ctxstore.dev/problems/"

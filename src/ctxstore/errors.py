@@ -110,6 +110,11 @@ class SessionOwnerError(ConflictError):
     """
 
 
+class LegalHoldError(CtxStoreError):
+    """What the call would delete is under a legal hold (``ctxstore hold``), named in the
+    message; nothing was deleted.  Retrying helps only once the owner lifts the hold."""
+
+
 class StorageUnavailableError(CtxStoreError):
     """The storage backend could not be reached or did not answer in time."""
 

@@ -32,6 +32,7 @@ COMMANDS = {
     "rotate-keys": set(),
     "serve": set(),
     "erase-user": set(),
+    "hold": {"list", "add", "lift"},
     "export-user": set(),
     "import-user": set(),
     "demo": set(),

@@ -38,6 +38,7 @@ from ctxstore.cli import (
     db,
     demo,
     dev,
+    holds,
     import_redis,
     maintenance,
     serve,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 #: In the order ``ctxstore --help`` lists them.
 COMMANDS = (
-    db, maintenance, bundle, summarize, import_redis, analytics, serve, contract, demo, dev,
+    db, maintenance, holds, bundle, summarize, import_redis, analytics, serve, contract, demo, dev,
 )  # fmt: skip
 
 

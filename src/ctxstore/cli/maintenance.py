@@ -8,12 +8,16 @@ import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from ctxstore.cli.options import Commands, add_batch_size, add_database_url, positive_int
+from ctxstore.cli.options import (
+    Commands,
+    add_batch_size,
+    add_database_url,
+    database_url,
+    positive_int,
+)
 from ctxstore.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from sqlalchemy import URL
-
     from ctxstore.settings import Settings
     from ctxstore.storage.postgres import PostgresStorage
 
@@ -64,6 +68,12 @@ def register(commands: Commands) -> None:
         type=positive_int,
         help="retention: also delete sessions whose last write is older than this many days",
     )
+    purge.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="delete nothing: count what a run would delete now, and what it would keep "
+        "under a legal hold",
+    )
     purge.set_defaults(func=purge_expired)
 
     rotate = commands.add_parser(
@@ -106,13 +116,6 @@ def register(commands: Commands) -> None:
     erase.set_defaults(func=erase_user)
     for sub in (upgrade, recount, seed, purge, rotate, erase):
         add_database_url(sub)
-
-
-def database_url(args: argparse.Namespace, settings: Settings) -> URL:
-    """The command's database: --database-url, else CTXSTORE_DATABASE_URL."""
-    from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
-
-    return normalize_url(settings.database_url_for(args.database_url))
 
 
 def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
@@ -175,7 +178,9 @@ def purge_expired(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> str:
         async with open_store(args, settings) as storage:
-            report = await purge_store(storage, batch_size=args.batch_size, older_than=older_than)
+            report = await purge_store(
+                storage, batch_size=args.batch_size, older_than=older_than, dry_run=args.dry_run
+            )
         return report.summary()
 
     print(asyncio.run(run()))

@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING, TypeAlias
 DATABASE_URL_ENV = "CTXSTORE_DATABASE_URL"
 
 if TYPE_CHECKING:
+    from sqlalchemy import URL
+
+    from ctxstore.settings import Settings
+
     # What each command module's register() adds its parser to.  Each parser's
     # set_defaults(func=...) names the command's body: func(args, settings) -> exit code,
     # the settings read once by ctxstore.cli.main.
@@ -26,6 +30,13 @@ def add_database_url(parser: argparse.ArgumentParser) -> None:
         help=f"PostgreSQL URL (postgresql:// or postgresql+asyncpg://); "
         f"default: ${DATABASE_URL_ENV}",
     )
+
+
+def database_url(args: argparse.Namespace, settings: Settings) -> URL:
+    """The command's database: --database-url, else CTXSTORE_DATABASE_URL."""
+    from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
+
+    return normalize_url(settings.database_url_for(args.database_url))
 
 
 def timestamp(value: str) -> datetime:

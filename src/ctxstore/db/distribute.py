@@ -56,13 +56,14 @@ DISTRIBUTION_COLUMN = "session_id"
 #: keys sealed rows reference, the profiles read beside a session (and the write ids
 #: recorded with them), and the two one-row tables the analytics views join with every
 #: consultation (the pseudonym key and the suppression setting), so each shard joins
-#: them locally.
+#: them locally; and the legal holds, which every purge and erasure checks beside the rows.
 REFERENCE_TABLES = (
     "data_keys",
     "user_profiles",
     "applied_profile_writes",
     "ctxstore_pseudonym_key",
     "ctxstore_analytics_settings",
+    "legal_holds",
 )
 
 #: Plain tables on the coordinator only, never converted: whatever reads or writes them runs
@@ -84,8 +85,8 @@ COORDINATOR_TABLES = (
 )
 
 # Tables of the schema ``sessions`` lives in that have a session_id column, but those
-# declared for the coordinator; Citus's own shards (visible when the coordinator holds
-# some) are left out.
+# declared for the coordinator or as reference tables (legal_holds names sessions too);
+# Citus's own shards (visible when the coordinator holds some) are left out.
 _SESSION_TABLES = """
 SELECT c.relname FROM pg_class AS c JOIN pg_attribute AS a ON a.attrelid = c.oid
  WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass(:root))
@@ -172,7 +173,11 @@ def session_tables(connection: Connection) -> list[str]:
     """Every table that belongs to sessions (``sessions`` first)."""
     rows = connection.execute(
         text(_SESSION_TABLES),
-        {"root": ROOT_TABLE, "column": DISTRIBUTION_COLUMN, "kept": list(COORDINATOR_TABLES)},
+        {
+            "root": ROOT_TABLE,
+            "column": DISTRIBUTION_COLUMN,
+            "kept": [*COORDINATOR_TABLES, *REFERENCE_TABLES],
+        },
     )
     return [str(name) for name in rows.scalars()]
 
@@ -514,6 +519,7 @@ class KeptDistributed:
             connection is not self.connection
             or DISTRIBUTION_COLUMN not in table.c
             or table.name in COORDINATOR_TABLES
+            or table.name in REFERENCE_TABLES
         ):
             return
         # Created with keys to the sharded sessions and to a reference table, the table

@@ -29,6 +29,7 @@ from ctxstore.errors import (
     DatabaseNotFoundError,
     DataKeyDestroyedError,
     InvalidInputError,
+    LegalHoldError,
     SchemaMissingError,
     SessionNotFoundError,
     SessionOwnerError,
@@ -87,6 +88,8 @@ _SEALED_KEY_FK = "_key_id_data_keys"
 _LOGIN_CLASS = "28"
 # Raised by the writes of revision 0015: the session belongs to another user.
 _SESSION_OWNER = "CX001"  # invalid_authorization_specification, invalid_password
+# Raised by the deletions of revision 1006: what they would delete is under a legal hold.
+_LEGAL_HOLD = "CX002"
 
 #: ``current`` of :func:`schema_missing` when the database's revision was not read.
 UNREAD: Final = "unread"
@@ -291,6 +294,11 @@ def _other_owner(failure: _Failure) -> CtxStoreError:
     )
 
 
+def _held(failure: _Failure) -> CtxStoreError:
+    held = failure.said or "under a legal hold"
+    return LegalHoldError(f"{failure.action}: {held}; nothing was deleted")
+
+
 def _lock_not_granted(failure: _Failure) -> CtxStoreError:
     return StorageTimeoutError(
         f"{failure.action}: a lock was not granted within lock_timeout (another transaction "
@@ -316,6 +324,7 @@ _BY_SQLSTATE: dict[str, _Translate] = {
     **dict.fromkeys(_PREPARED_STATEMENT_CODES, _transaction_pooler),
     _FOREIGN_KEY_VIOLATION: _data_key_destroyed,
     _SESSION_OWNER: _other_owner,
+    _LEGAL_HOLD: _held,
     _LOCK_NOT_AVAILABLE: _lock_not_granted,
     _QUERY_CANCELED: _statement_timeout,
 }

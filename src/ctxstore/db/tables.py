@@ -381,6 +381,29 @@ analytics_month_cells = Table(
     CheckConstraint("consultations > 0", name="consultations_positive"),
 )
 
+# -- legal holds (revision 1006) ------------------------------------------------------------
+
+# A hold on a user or on one session: what it covers no purge, deletion or erasure removes
+# while it is in force (lifted_at NULL).  Placed and lifted by the owner only, with who and
+# when; the app role reads them.
+legal_holds = Table(
+    "legal_holds",
+    metadata,
+    Column("hold_id", Uuid, primary_key=True, server_default=text("gen_random_uuid()")),
+    Column("user_id", Text),
+    Column("session_id", Text),
+    Column("reason", Text, nullable=False),
+    Column("placed_by", Text, nullable=False),
+    _now("placed_at"),
+    Column("lifted_by", Text),
+    Column("lifted_at", DateTime(timezone=True)),
+    CheckConstraint("(user_id IS NULL) <> (session_id IS NULL)", name="one_subject"),
+    CheckConstraint("char_length(reason) BETWEEN 1 AND 1000", name="reason_given"),
+    CheckConstraint("(lifted_at IS NULL) = (lifted_by IS NULL)", name="lifted_by_someone"),
+    Index("ix_legal_holds_user_id", "user_id", postgresql_where=text("lifted_at IS NULL")),
+    Index("ix_legal_holds_session_id", "session_id", postgresql_where=text("lifted_at IS NULL")),
+)
+
 # The HMAC-SHA256 key of the analytics pseudonyms, one row, kept as its two padded forms
 # (key XOR ipad, key XOR opad, 64 bytes each) so the views compute HMAC with sha256() alone.
 ctxstore_pseudonym_key = Table(

@@ -29,6 +29,7 @@ from ctxstore.errors import (
     InvalidInputError,
     InvalidMessageError,
     InvalidSessionIdError,
+    LegalHoldError,
     MessageTooLargeError,
     MigrationError,
     NotSupportedError,
@@ -79,6 +80,8 @@ ERROR_TYPES: dict[type[CtxStoreError], ProblemType] = {
     ConflictError: ProblemType("conflict", "Version conflict", 409),
     # Not a failed precondition: no version would make the write acceptable.
     SessionOwnerError: ProblemType("session-owner", "Session of another user", 409),
+    # The owner placed a legal hold (`ctxstore hold`): no retry helps until it is lifted.
+    LegalHoldError: ProblemType("legal-hold", "Under a legal hold", 409),
     StorageUnavailableError: ProblemType(
         "storage-unavailable", "Storage unavailable", 503, _UNAVAILABLE
     ),

@@ -39,6 +39,7 @@ FILES = (
     "summary_jobs.sql",
     "checkpoints.sql",
     "bundles.sql",
+    "holds.sql",
 )
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.M)

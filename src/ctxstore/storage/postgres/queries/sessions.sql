@@ -64,14 +64,6 @@ SELECT message_count FROM ctxstore_purge_batch_v1(:batch_size, NULL) AS message_
 SELECT message_count FROM ctxstore_purge_batch_v1(:batch_size,
     (:age)::interval) AS message_count;
 
--- name: count_expired --
--- Count expired.
-SELECT count(*) FROM sessions WHERE expires_hour <= now() AND expires_at <= now();
-
--- name: count_old --
--- Count old.
-SELECT count(*) FROM sessions WHERE updated_at < now() - (:age)::interval;
-
 -- name: list_sessions --
 -- A page of a user's live sessions, newest first, from just after the keyset position :after_created_at, :after_session_id (NULL: the top): one scan of ix_sessions_user_id_created_at in its order (no sort, whatever the depth); each with its current stage and its latest summary's version, and that summary's text or seal only :with_summaries (sealed text is not even read otherwise).
 SELECT s.session_id, s.created_at, s.updated_at, s.message_count, c.stage,
