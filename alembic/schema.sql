@@ -373,6 +373,21 @@ ALTER TABLE ctxstore_analytics_settings OWNER TO :"owner_role";
 ALTER TABLE ONLY ctxstore_analytics_settings
     ADD CONSTRAINT pk_ctxstore_analytics_settings PRIMARY KEY (singleton);
 
+-- How long each kind of data is kept (revision 1007), set by the owner (`ctxstore
+-- retention set`), applied by `ctxstore purge-expired`; no row: kept until the session
+-- expires or the user is erased.
+CREATE TABLE ctxstore_retention_periods (
+    data_class text NOT NULL,
+    keep_for interval NOT NULL,
+    set_by text NOT NULL,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT pk_ctxstore_retention_periods PRIMARY KEY (data_class),
+    CONSTRAINT ck_ctxstore_retention_periods_data_class_known CHECK ((data_class = ANY (ARRAY['messages'::text, 'summaries'::text, 'state_history'::text, 'profiles'::text]))),
+    CONSTRAINT ck_ctxstore_retention_periods_keep_for_a_day_or_more CHECK ((keep_for >= '1 day'::interval))
+);
+
+ALTER TABLE ctxstore_retention_periods OWNER TO :"owner_role";
+
 CREATE TABLE ctxstore_pseudonym_key (
     singleton boolean DEFAULT true NOT NULL,
     inner_pad bytea NOT NULL,
@@ -2063,6 +2078,8 @@ GRANT ALL ON FUNCTION ctxstore_write_state_v2(p_session_id text, p_expected bigi
 GRANT SELECT ON TABLE alembic_version TO :"app_role";
 
 GRANT SELECT ON TABLE legal_holds TO :"app_role";
+
+GRANT SELECT ON TABLE ctxstore_retention_periods TO :"app_role";
 
 GRANT SELECT ON TABLE analytics_body_part_frequencies TO :"analytics_role";
 

@@ -109,7 +109,8 @@ def citus_database_url(citus_cluster: CitusCluster) -> URL:
 _TABLES = (
     "sessions, messages, summaries, consultation_states, consultation_state_history, "
     "user_profiles, summary_jobs, graph_writes, graph_channel_values, graph_checkpoints, "
-    "data_keys, analytics_months, analytics_month_kinds, analytics_month_cells, legal_holds"
+    "data_keys, analytics_months, analytics_month_kinds, analytics_month_cells, legal_holds, "
+    "ctxstore_retention_periods"
 )
 
 

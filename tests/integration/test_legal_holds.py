@@ -4,9 +4,6 @@ whichever comes first in a race; holds are the owner's, recorded with who and wh
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from datetime import timedelta
 
 import asyncpg
@@ -17,7 +14,7 @@ from ctxstore import Message, PostgresStorage
 from ctxstore.commands.expiry import purge_store
 from ctxstore.commands.holds import Hold, lift_hold, list_holds, place_hold
 from ctxstore.errors import InvalidInputError, LegalHoldError
-from tests.integration.test_erasure import app_login  # noqa: F401 - a fixture
+from tests.integration.test_erasure import app_login, cli  # noqa: F401 - a fixture
 from tests.integration.test_expiry import expire
 
 pytestmark = pytest.mark.postgres
@@ -177,16 +174,8 @@ async def test_the_app_role_reads_holds_and_may_not_place_or_lift_them(
 
 
 def test_the_hold_command_adds_lists_and_lifts(database_url: URL) -> None:
-    env = {**os.environ, "CTXSTORE_DATABASE_URL": database_url.render_as_string(False)}
-
     def hold(*arguments: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "-m", "ctxstore.cli", "hold", *arguments],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        result = cli(database_url, "hold", *arguments)
         assert result.returncode == 0, result.stderr
         return result.stdout
 

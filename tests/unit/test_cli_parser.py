@@ -33,6 +33,7 @@ COMMANDS = {
     "serve": set(),
     "erase-user": set(),
     "hold": {"list", "add", "lift"},
+    "retention": {"show", "set", "unset"},
     "export-user": set(),
     "import-user": set(),
     "demo": set(),
@@ -239,3 +240,18 @@ def test_a_bad_variable_stops_serve_naming_it(
 ) -> None:
     with pytest.raises(ConfigurationError, match="CTXSTORE_HTTP_PORT='99999'"):
         serve_without_a_server(CTXSTORE_HTTP_PORT="99999")
+
+
+def test_the_retention_command_offers_the_kinds_the_schema_accepts() -> None:
+    """The parser names them without importing the command (asyncpg): the same list."""
+    from ctxstore.cli.retention import KINDS  # noqa: PLC0415
+    from ctxstore.commands.retention import DATA_CLASSES  # noqa: PLC0415
+    from ctxstore.db.tables import ctxstore_retention_periods  # noqa: PLC0415
+
+    assert KINDS == DATA_CLASSES
+    [check] = [
+        c
+        for c in ctxstore_retention_periods.constraints
+        if str(c.name).endswith("_data_class_known")
+    ]
+    assert all(f"'{kind}'" in str(check.sqltext) for kind in KINDS)

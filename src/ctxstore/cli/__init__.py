@@ -41,6 +41,7 @@ from ctxstore.cli import (
     holds,
     import_redis,
     maintenance,
+    retention,
     serve,
     summarize,
 )
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
 
 #: In the order ``ctxstore --help`` lists them.
 COMMANDS = (
-    db, maintenance, holds, bundle, summarize, import_redis, analytics, serve, contract, demo, dev,
+    db, maintenance, holds, retention, bundle, summarize, import_redis, analytics, serve, contract,
+    demo, dev,
 )  # fmt: skip
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 from typing import TYPE_CHECKING
 
-from ctxstore.cli.options import Commands, add_database_url, database_url
+from ctxstore.cli.options import Commands, add_database_url, database_url, login_name
 
 if TYPE_CHECKING:
     from ctxstore.settings import Settings
@@ -31,21 +30,14 @@ def register(commands: Commands) -> None:
     subject.add_argument("--user", help="hold every session of this user, and their profile")
     subject.add_argument("--session", help="hold this session")
     add.add_argument("--reason", required=True, help="why (a matter, a ticket), recorded")
-    add.add_argument("--by", default=_login(), help=_BY)
+    add.add_argument("--by", help=_BY)
     add.set_defaults(func=add_hold)
     lift = actions.add_parser("lift", help="lift a hold (it stays listed with --all)")
     lift.add_argument("hold_id", help="the hold's id, as `hold list` shows it")
-    lift.add_argument("--by", default=_login(), help=_BY)
+    lift.add_argument("--by", help=_BY)
     lift.set_defaults(func=lift_hold)
     for sub in (listing, add, lift):
         add_database_url(sub)
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except OSError:  # no login name (a container without a passwd entry)
-        return "unknown"
 
 
 def list_holds(args: argparse.Namespace, settings: Settings) -> int:
@@ -71,7 +63,7 @@ def add_hold(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> str:
         async with PostgresStorage.from_url(database_url(args, settings)) as storage:
             hold = await holds.place_hold(
-                storage, subject, subject_id, reason=args.reason, placed_by=args.by
+                storage, subject, subject_id, reason=args.reason, placed_by=args.by or login_name()
             )
         return "placed " + hold.line()
 
@@ -85,7 +77,7 @@ def lift_hold(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> str:
         async with PostgresStorage.from_url(database_url(args, settings)) as storage:
-            hold = await holds.lift_hold(storage, args.hold_id, lifted_by=args.by)
+            hold = await holds.lift_hold(storage, args.hold_id, lifted_by=args.by or login_name())
         return "lifted " + hold.line()
 
     print(asyncio.run(run()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import re
 from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING, TypeAlias
@@ -37,6 +38,14 @@ def database_url(args: argparse.Namespace, settings: Settings) -> URL:
     from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
 
     return normalize_url(settings.database_url_for(args.database_url))
+
+
+def login_name() -> str:
+    """Who runs the command, as recorded with what the owner sets (holds, periods)."""
+    try:
+        return getpass.getuser()
+    except OSError:  # no login name (a container without a passwd entry)
+        return "unknown"
 
 
 def timestamp(value: str) -> datetime:

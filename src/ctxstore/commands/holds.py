@@ -88,6 +88,7 @@ async def _lock_user(driver: Driver, user_id: str) -> None:
     # Shared, as writers take it: an erasure (which takes it alone) runs before or after.
     await sql.HOLD_USER_LOCK.fetchval(driver, user_id=user_id)
     await sql.LOCK_HELD_USER_SESSIONS.execute(driver, user_id=user_id)
+    await sql.LOCK_HELD_PROFILE.execute(driver, user_id=user_id)
 
 
 async def _lock_session(driver: Driver, session_id: str) -> None:

@@ -74,6 +74,7 @@ REFERENCE_TABLES = (
 #: refresh's upsert of a day's record (``DO UPDATE SET refreshed_at = now()``, SQLSTATE
 #: 0A000).  They hold derived, k-suppressed counts: a refresh rebuilds them.  The published
 #: months (revision 1004) likewise: the reports read them joined with nothing distributed.
+#: The retention periods (revision 1007): the purge reads them alone, on the coordinator.
 COORDINATOR_TABLES = (
     "alembic_version",
     "ctxstore_roles",
@@ -82,6 +83,7 @@ COORDINATOR_TABLES = (
     "analytics_months",
     "analytics_month_kinds",
     "analytics_month_cells",
+    "ctxstore_retention_periods",
 )
 
 # Tables of the schema ``sessions`` lives in that have a session_id column, but those

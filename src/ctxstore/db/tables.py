@@ -22,6 +22,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    Interval,
     LargeBinary,
     MetaData,
     Numeric,
@@ -379,6 +380,23 @@ analytics_month_cells = Table(
     Column("value", Text, primary_key=True),
     Column("consultations", Integer, nullable=False),
     CheckConstraint("consultations > 0", name="consultations_positive"),
+)
+
+# How long each kind of data is kept (revision 1007), set by the owner with who and when;
+# ``ctxstore purge-expired`` removes what is older (commands/expiry.py says what each kind's
+# period removes).  No row: that kind is kept until its session expires.
+ctxstore_retention_periods = Table(
+    "ctxstore_retention_periods",
+    metadata,
+    Column("data_class", Text, primary_key=True),
+    Column("keep_for", Interval, nullable=False),
+    Column("set_by", Text, nullable=False),
+    _now("set_at"),
+    CheckConstraint(
+        "data_class = ANY (ARRAY['messages', 'summaries', 'state_history', 'profiles'])",
+        name="data_class_known",
+    ),
+    CheckConstraint("keep_for >= interval '1 day'", name="keep_for_a_day_or_more"),
 )
 
 # -- legal holds (revision 1006) ------------------------------------------------------------

@@ -40,6 +40,7 @@ FILES = (
     "checkpoints.sql",
     "bundles.sql",
     "holds.sql",
+    "retention.sql",
 )
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.M)

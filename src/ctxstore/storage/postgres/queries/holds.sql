@@ -6,6 +6,10 @@ SELECT pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || :user_i
 -- Placing a hold on the user: their sessions' rows locked, as a purge locks them before it checks the holds (it waits for this hold, or this for its batch).
 UPDATE sessions SET user_id = user_id WHERE user_id = :user_id;
 
+-- name: lock_held_profile --
+-- Placing a hold on the user: their profile's row locked, as a retention purge locks it before it checks the holds.
+UPDATE user_profiles SET user_id = user_id WHERE user_id = :user_id;
+
 -- name: session_user_id --
 -- Placing a hold on a session: its user, whose lock comes before the row's.
 SELECT user_id FROM sessions WHERE session_id = :session_id;
