@@ -63,7 +63,8 @@ async def write_bundle(importer: Importer, records: AsyncIterator[Bundled]) -> l
     the ids of the sessions written."""
     driver, user_id = importer.driver, importer.user_id
     await sql.LOCK_USER_FOR_IMPORT.execute(driver, user_id=user_id)
-    if await sql.USER_HELD.fetchval(driver, user_id=user_id):
+    has_profile = await sql.USER_HAS_PROFILE.fetchval(driver, user_id=user_id)
+    if has_profile or await sql.USER_HAS_LIVE_SESSION.fetchval(driver, user_id=user_id):
         raise ConflictError(f"import: user {user_id!r} already exists; nothing was imported")
     written: list[str] = []
     current: _Open | None = None

@@ -2,11 +2,14 @@
 -- An import holds the user's lock exclusively, as an erasure does: no write naming the user runs until it commits.
 SELECT pg_advisory_xact_lock(hashtextextended('ctxstore user ' || :user_id, 0));
 
--- name: user_held --
--- Whether the store holds the user already: a profile, or a live session of theirs.
-SELECT EXISTS (SELECT FROM user_profiles WHERE user_id = :user_id)
-    OR EXISTS (SELECT FROM sessions WHERE user_id = :user_id
-                  AND (expires_at IS NULL OR expires_at > now()));
+-- name: user_has_profile --
+-- Whether the store holds the user's profile already (an import refuses then).
+SELECT count(*) > 0 FROM user_profiles WHERE user_id = :user_id;
+
+-- name: user_has_live_session --
+-- Whether the store holds a live session of the user already (an import refuses then): asked apart from the profile, as Citus plans no expression of two EXISTS over a reference and a distributed table (SQLSTATE 42601).
+SELECT count(*) > 0 FROM sessions
+ WHERE user_id = :user_id AND (expires_at IS NULL OR expires_at > now());
 
 -- name: import_session --
 -- A bundled session's row with its version and times as exported (its messages follow); nothing when the id is taken.
