@@ -177,7 +177,8 @@ async def test_30_seconds_of_outages_and_crashes_leave_a_valid_history(
     assert result.faults["kills"] >= 3
     assert result.faults["restarts"] >= 3
     assert result.ops["ok"] > 200
-    assert result.worker_stats["failovers"] > 0
+    # Journaled writes: some incarnation failed over.  Its own count of failovers may die
+    # with it (a kill before its next twice-a-second report), so the journal is the witness.
     assert result.worker_stats["journaled"] > 0
     # Once the primary stays up, the worker replays its journal and is healthy again, at
     # either pace: writes to a replayed key go to the primary, so the journal only shrinks.
