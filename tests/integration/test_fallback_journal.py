@@ -372,3 +372,32 @@ async def test_a_degraded_read_never_shows_less_than_the_primary_held(
     await recover(proxy, fallback)
     assert await fallback.load("seen") == msgs("replaced")
     assert await direct.load("untouched") == msgs("kept")
+
+
+async def test_a_removal_whose_reply_is_lost_is_not_counted_as_a_lost_write(
+    proxied: tuple[TcpProxy, URL], fallback: FallbackStorage, direct: PostgresStorage
+) -> None:
+    """The journal removes a replayed run and its home dies before replying (Redis killed
+    after its fsync): the entries are gone, and that is the replay's doing, not a loss."""
+    proxy, _ = proxied
+    proxy.refuse()
+    for number in range(9):
+        await fallback.append("run", msgs(f"outage {number}"))
+    proxy.forward()
+    journal, remove = fallback.journal, fallback.journal.remove
+
+    async def removed_then_unanswered(entry_ids: Any) -> None:
+        await remove(entry_ids)
+        journal.remove = remove  # type: ignore[method-assign]  # once
+        raise StorageUnavailableError("the journal's home went away before replying")
+
+    journal.remove = removed_then_unanswered  # type: ignore[method-assign]
+    for _ in range(3):  # the first replay meets the unanswered removal, then goes on
+        try:
+            await fallback.reconcile()
+        except StorageUnavailableError:
+            continue
+    assert journal.remove is remove  # the removal went unanswered once
+    assert not fallback.degraded and await journal.size() == 0
+    assert (fallback.stats.lost, fallback.stats.lost_entries) == (0, [])
+    assert await direct.load("run") == msgs(*(f"outage {number}" for number in range(9)))

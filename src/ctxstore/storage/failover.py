@@ -212,7 +212,7 @@ class Sides:
                 return
             entry_id = await self.journal.find(write_id)
             if entry_id is not None:
-                await self.journal.remove([entry_id])
+                await self._replayer.remove([entry_id])
                 queue = self._pending.get(key)
                 if queue is not None and entry_id in queue:
                     queue.remove(entry_id)
@@ -382,7 +382,7 @@ class Sides:
                     break
                 batch.append(entry)
             if not batch:
-                self._lost(key, queue.popleft())
+                self._vanished(key, queue.popleft())
             while batch:
                 outcome = await self._replayer.replay(batch)
                 self._count(outcome, batch[0])
@@ -391,6 +391,14 @@ class Sides:
                     queue.popleft()
             if not queue:
                 await self._settle(key)
+
+    def _vanished(self, key: str, entry_id: str) -> None:
+        """An entry of ``key`` is not in the journal: this process removed it (the
+        journal's reply was lost), or the journal's home lost it."""
+        if entry_id in self._replayer.unsure_removals:
+            self._replayer.unsure_removals.discard(entry_id)
+            return
+        self._lost(key, entry_id)
 
     def _lost(self, key: str, entry_id: str) -> None:
         """An entry this process journaled is gone from the journal, not replayed: the

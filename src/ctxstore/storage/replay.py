@@ -103,6 +103,18 @@ class Replayer:
         #: Entry id -> whether the primary applied its write (None: it can't tell), for
         #: the entries of the batch being replayed.
         self._applied: dict[str, bool | None] = {}
+        #: Entries whose removal the journal never answered (its home went away): gone or
+        #: not, their writes were handled, so one found missing later was not lost.
+        self.unsure_removals: set[str] = set()
+
+    async def remove(self, entry_ids: Sequence[str]) -> None:
+        """Drop handled entries from the journal (noted as unsure if it doesn't answer)."""
+        try:
+            await self.journal.remove(entry_ids)
+        except StorageUnavailableError:
+            self.unsure_removals.update(entry_ids)
+            raise
+        self.unsure_removals.difference_update(entry_ids)
 
     def settled(self, key: str) -> int | None:
         """The key has nothing left to replay: forget it; the version replay left it at."""
@@ -121,7 +133,7 @@ class Replayer:
             return Outcome(quarantined=1, refusal=first.problem)
         await self._ask_applied(entries)
         if self._applied.get(first.id):
-            await self.journal.remove([first.id])  # applied before: its reply was lost
+            await self.remove([first.id])  # applied before: its reply was lost
             del self._applied[first.id]
             return Outcome(replayed=1)
         # Runs stop at an entry the primary applied: it is skipped on its own turn.
@@ -182,7 +194,7 @@ class Replayer:
             except CtxStoreError:
                 pass  # the joined save was refused: one at a time decides
             else:
-                await self.journal.remove([entry.id for entry in entries[:covered]])
+                await self.remove([entry.id for entry in entries[:covered]])
                 return Outcome(replayed=covered, moved=moved)
         run = await self._append_run(entries)
         if len(run) > 1:
@@ -194,7 +206,7 @@ class Replayer:
             except CtxStoreError:
                 pass  # together too much for the primary: one at a time decides
             else:
-                await self.journal.remove([entry.id for entry, _ in run])
+                await self.remove([entry.id for entry, _ in run])
                 return Outcome(replayed=len(run), moved=moved)
         try:
             with carrying(_write_ids([first])):
@@ -204,7 +216,7 @@ class Replayer:
         except CtxStoreError as error:
             await self.journal.quarantine(first, str(error))
             return Outcome(quarantined=1, refusal=str(error))
-        await self.journal.remove([first.id])
+        await self.remove([first.id])
         return Outcome(replayed=1, moved=moved)
 
     async def _append_run(self, entries: Sequence[Entry]) -> list[tuple[Entry, Operation]]:
