@@ -40,9 +40,9 @@ def declared(table: str, by_session: bool) -> str:
     """The placement distribute.py gives ``table`` (its lists in the order it reads them)."""
     if table in COORDINATOR_TABLES:
         return "coordinator"
-    if by_session:
-        return "distributed"
-    return "reference" if table in REFERENCE_TABLES else "in no list"
+    if table in REFERENCE_TABLES:
+        return "reference"
+    return "distributed" if by_session else "in no list"
 
 
 async def test_every_table_is_placed_as_declared(

@@ -4,6 +4,8 @@ PostgreSQL, before anyone tries it on Citus."""
 
 from __future__ import annotations
 
+import re
+
 import asyncpg
 from sqlalchemy import URL
 
@@ -46,12 +48,20 @@ async def connect(url: URL) -> asyncpg.Connection:
     )  # fmt: skip
 
 
+def _reference_or_placement(name: str) -> str | None:
+    """The reference table ``name`` is, or is a Citus placement of (None: neither)."""
+    base = re.sub(r"_\d+$", "", name)
+    return base if name in REFERENCE_TABLES or base in REFERENCE_TABLES else None
+
+
 async def distribution_problems(url: URL) -> tuple[set[str], list[str]]:
     """The session tables, and every way the schema breaks the rules of distribution."""
     connection = await connect(url)
     try:
         named = {row[0] for row in await connection.fetch(_SESSION_TABLES, DISTRIBUTION_COLUMN)}
-        sessions = named - set(REFERENCE_TABLES)  # on every node: legal_holds names sessions
+        # On every node, not sharded by session (legal_holds names sessions), nor their
+        # placements on a Citus coordinator (legal_holds_102052).
+        sessions = {name for name in named if _reference_or_placement(name) is None}
         keys = await connection.fetch(_KEYS)
         foreign = await connection.fetch(_FOREIGN_KEYS)
     finally:
