@@ -201,7 +201,7 @@ async def _thin(
             )
         ]:
             async with driver.transaction():
-                await sql.LOCK_SESSIONS_TO_THIN.execute(driver, session_ids=ids)
+                await sql.LOCK_SESSIONS.execute(driver, session_ids=ids)
                 gone = len(await thinning.purge.fetch(driver, session_ids=ids, keep_for=keep_for))
             found.removed += gone
             progress.advance(gone)

@@ -96,7 +96,7 @@ async def _lock_session(driver: Driver, session_id: str) -> None:
     user_id = await sql.SESSION_USER_ID.fetchval(driver, session_id=session_id)
     if user_id is not None:
         await sql.HOLD_USER_LOCK.fetchval(driver, user_id=user_id)
-    await sql.LOCK_HELD_SESSION.execute(driver, session_id=session_id)
+    await sql.LOCK_SESSIONS.execute(driver, session_ids=[session_id])
 
 
 async def lift_hold(storage: PostgresStorage, hold_id: str, *, lifted_by: str) -> Hold:

@@ -14,10 +14,6 @@ UPDATE user_profiles SET user_id = user_id WHERE user_id = :user_id;
 -- Placing a hold on a session: its user, whose lock comes before the row's.
 SELECT user_id FROM sessions WHERE session_id = :session_id;
 
--- name: lock_held_session --
--- Placing a hold on a session: its row locked, as a purge or a deletion locks it before it checks the holds.
-UPDATE sessions SET user_id = user_id WHERE session_id = :session_id;
-
 -- name: place_hold --
 -- A hold on a user (:user_id) or a session (:session_id), with why and who.
 INSERT INTO legal_holds (user_id, session_id, reason, placed_by)

@@ -14,8 +14,8 @@ RETURNING data_class, keep_for, set_by, set_at;
 -- The owner keeps :data_class with no period again (until its session expires).
 DELETE FROM ctxstore_retention_periods WHERE data_class = :data_class RETURNING data_class;
 
--- name: lock_sessions_to_thin --
--- Retention: the sessions whose old summaries or state changes a batch removes, locked before the holds are checked (placing a hold locks them too: the later check sees it, or the hold waits).
+-- name: lock_sessions --
+-- The sessions :session_ids locked: by a hold being placed on one, and by a retention batch before it checks the holds, so either the check sees the hold or the hold waits for the batch.
 UPDATE sessions SET user_id = user_id WHERE session_id = ANY(:session_ids);
 
 -- name: sessions_with_old_summaries --
