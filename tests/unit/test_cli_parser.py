@@ -34,6 +34,7 @@ COMMANDS = {
     "erase-user": set(),
     "hold": {"list", "add", "lift"},
     "retention": {"show", "set", "unset"},
+    "ledger": {"verify", "list", "show"},
     "export-user": set(),
     "import-user": set(),
     "demo": set(),

@@ -7,13 +7,15 @@ more than one hook (erase_user, reader, iter_messages) are the only ones either 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from ctxstore import FallbackStorage, MemoryStorage, PostgresStorage, RedisStorage, Store
+from ctxstore.errors import NotSupportedError
 from ctxstore.storage.base import ContextStorage
+from ctxstore.storage.ledger import ContractRecord, Provenance
 from ctxstore.storage.store import Route, VersionedStorage
 
 
@@ -87,6 +89,18 @@ class Recording(MemoryStorage):
         return super()._call(route, subject, action, journal)
 
 
+#: The ledger's operations: on the primary alone, as a listing (the memory store keeps none).
+LEDGER = {"record_contract", "read_contract", "list_contracts", "attach_response"}
+LEDGER_RECORD = ContractRecord(
+    "{}", Provenance("s", "t1", None, "cl100k_base", 1, 1, 0, 0, None), None
+)
+
+
+async def unsupported(call: Awaitable[Any]) -> None:
+    with pytest.raises(NotSupportedError):
+        await call
+
+
 async def first_of(items: Any) -> Any:
     async for item in items:
         return item
@@ -117,6 +131,10 @@ async def test_each_operation_hands_over_its_own_route() -> None:
         "list_sessions": lambda: store.list_sessions("u"),
         "iter_sessions": lambda: first_of(store.iter_sessions("u")),
         "delete": lambda: store.delete("s"),
+        "record_contract": lambda: unsupported(store.record_contract(LEDGER_RECORD)),
+        "read_contract": lambda: unsupported(store.read_contract("s", "t1")),
+        "list_contracts": lambda: unsupported(store.list_contracts("s")),
+        "attach_response": lambda: unsupported(store.attach_response("s", "t1", "r1")),
     }
     assert set(calls) == set(declared()) - MULTI_HOOK
     writes = {"save", "append", "delete", "save_summary", "save_state", "save_profile"}
@@ -128,4 +146,4 @@ async def test_each_operation_hands_over_its_own_route() -> None:
         assert route.name == BUILT_ON.get(name, name)
         assert (route.journaled is not None) == (name in writes | {"delete_profile"})
         assert route.of_user == (name.endswith("_profile") or name in listings)
-        assert route.across_sessions == (name in listings)
+        assert route.across_sessions == (name in listings | LEDGER)

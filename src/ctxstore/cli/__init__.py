@@ -40,6 +40,7 @@ from ctxstore.cli import (
     dev,
     holds,
     import_redis,
+    ledger,
     maintenance,
     retention,
     serve,
@@ -53,8 +54,8 @@ if TYPE_CHECKING:
 
 #: In the order ``ctxstore --help`` lists them.
 COMMANDS = (
-    db, maintenance, holds, retention, bundle, summarize, import_redis, analytics, serve, contract,
-    demo, dev,
+    db, maintenance, holds, retention, bundle, ledger, summarize, import_redis, analytics, serve,
+    contract, demo, dev,
 )  # fmt: skip
 
 

@@ -10,11 +10,10 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from ctxstore.cli.options import Commands, add_database_url
+from ctxstore.cli.options import Commands, add_database_url, open_keyed_store
 
 if TYPE_CHECKING:
     from ctxstore.settings import Settings
-    from ctxstore.storage.postgres import PostgresStorage
 
 
 def register(commands: Commands) -> None:
@@ -37,22 +36,6 @@ def register(commands: Commands) -> None:
         add_database_url(sub)
 
 
-def open_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
-    """The database's store, with the master keys when they are configured (sealed text
-    is opened on export and sealed again on import)."""
-    from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
-    from ctxstore.encryption import Encryption  # noqa: PLC0415
-    from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
-    from ctxstore.tokens import TokenCounter  # noqa: PLC0415 - tiktoken
-
-    encryption = Encryption.from_settings(settings) if settings.encryption_configured else None
-    return PostgresStorage.from_url(
-        normalize_url(settings.database_url_for(args.database_url)),
-        encryption=encryption,
-        token_counter=TokenCounter(settings.token_encoding),
-    )
-
-
 def export_user(args: argparse.Namespace, settings: Settings) -> int:
     from ctxstore.progress import Progress  # noqa: PLC0415
 
@@ -60,7 +43,7 @@ def export_user(args: argparse.Namespace, settings: Settings) -> int:
         started = time.monotonic()
         digest, size, last = hashlib.sha256(), 0, b""
         progress = Progress(f"export {args.user_id}", None)
-        async with open_store(args, settings) as storage:
+        async with open_keyed_store(args, settings) as storage:
             with open(args.out, "wb") as out:  # noqa: ASYNC230 - one command, nothing else runs
                 async for chunk in storage.export_user(args.user_id):
                     out.write(chunk)
@@ -82,7 +65,7 @@ def export_user(args: argparse.Namespace, settings: Settings) -> int:
 
 def import_user(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> str:
-        async with open_store(args, settings) as storage:
+        async with open_keyed_store(args, settings) as storage:
             with open(args.file, "rb") as bundle:  # noqa: ASYNC230 - one command
                 receipt = await storage.import_user(iter(lambda: bundle.read(1 << 20), b""))
         return receipt.summary()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from sqlalchemy import URL
 
     from ctxstore.settings import Settings
+    from ctxstore.storage.postgres import PostgresStorage
 
     # What each command module's register() adds its parser to.  Each parser's
     # set_defaults(func=...) names the command's body: func(args, settings) -> exit code,
@@ -106,3 +107,19 @@ def duration(value: str) -> str:
             f"not a duration: {value!r} (e.g. 5s, 500ms, 2min; a bare number is milliseconds)"
         )
     return value.strip()
+
+
+def open_keyed_store(args: argparse.Namespace, settings: Settings) -> PostgresStorage:
+    """The database's store, with the master keys when they are configured (sealed text
+    is opened: an export, an incident review of the ledger)."""
+    from ctxstore.db.engine import normalize_url  # noqa: PLC0415 - SQLAlchemy, asyncpg
+    from ctxstore.encryption import Encryption  # noqa: PLC0415
+    from ctxstore.storage.postgres import PostgresStorage  # noqa: PLC0415
+    from ctxstore.tokens import TokenCounter  # noqa: PLC0415 - tiktoken
+
+    encryption = Encryption.from_settings(settings) if settings.encryption_configured else None
+    return PostgresStorage.from_url(
+        normalize_url(settings.database_url_for(args.database_url)),
+        encryption=encryption,
+        token_counter=TokenCounter(settings.token_encoding),
+    )

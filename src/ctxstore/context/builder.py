@@ -42,6 +42,7 @@ from ctxstore.storage.base import (
     WindowHint,
     check_session_id,
 )
+from ctxstore.storage.ledger import ContractRecord, LedgerEntry, Provenance
 from ctxstore.storage.store import VersionedStorage
 from ctxstore.textcheck import text_problem
 from ctxstore.timestamps import go_timestamp
@@ -67,6 +68,10 @@ class _Plan:
     messages: list[StoredMessage]
     message_tokens: list[int]
     created_at: datetime = _EPOCH
+    #: What the contract is built from, for the ledger (storage/ledger.py).
+    head: SessionHead | None = None
+    state_version: int = 0
+    profile_version: int | None = None
 
 
 class ContextBuilder:
@@ -74,6 +79,8 @@ class ContextBuilder:
 
     ``token_counter`` (the encoding ``meta.token_budget`` is measured in) defaults to the
     encoding of ``model`` when given (``model="gpt-4o"``: o200k_base), else the storage's own.
+    ``record``: every contract built is added to the session's ledger (each call may say
+    otherwise), with ``model`` and the encoding (storage/ledger.py; PostgreSQL only).
     """
 
     def __init__(
@@ -83,10 +90,13 @@ class ContextBuilder:
         token_counter: TokenCounter | None = None,
         model: str | None = None,
         initial_state: ConsultationState = INITIAL_STATE,
+        record: bool = False,
     ) -> None:
         self.storage = storage
         self.counter = chosen_counter(storage, token_counter, model)
         self.initial_state = initial_state
+        self.model = model
+        self.record = record
 
     async def build(
         self,
@@ -95,10 +105,16 @@ class ContextBuilder:
         user_message: str,
         retrieved_knowledge: Sequence[KnowledgeItem | Mapping[str, Any]] = (),
         token_budget: int = 8000,
+        *,
+        record: bool | None = None,
     ) -> ContextContract:
+        """The contract; ``record`` (default: the builder's): its text, ``to_json()``,
+        added to the ledger first."""
         plan = await self._plan(
             session_id, turn_id, user_message, retrieved_knowledge, token_budget
         )
+        if self.record if record is None else record:
+            await self._record(plan, serialize_document(_document(plan)))
         return ContextContract.model_validate(_document(plan, _trusted_message))
 
     async def build_json(
@@ -108,13 +124,36 @@ class ContextBuilder:
         user_message: str,
         retrieved_knowledge: Sequence[KnowledgeItem | Mapping[str, Any]] = (),
         token_budget: int = 8000,
+        *,
+        record: bool | None = None,
     ) -> str:
         """``build(...).to_json()``, the contract's canonical text, without building its
-        models (what the HTTP service sends: the plan is made of validated parts)."""
+        models (what the HTTP service sends: the plan is made of validated parts);
+        ``record`` as for ``build``."""
         plan = await self._plan(
             session_id, turn_id, user_message, retrieved_knowledge, token_budget
         )
-        return serialize_document(_document(plan))
+        text = serialize_document(_document(plan))
+        if self.record if record is None else record:
+            await self._record(plan, text)
+        return text
+
+    async def _record(self, plan: _Plan, text: str) -> LedgerEntry:
+        """The contract's text added to its session's ledger, with what it was built from."""
+        skeleton, head = plan.skeleton, plan.head
+        assert head is not None
+        provenance = Provenance(
+            session_id=skeleton["session_id"],
+            turn_id=skeleton["turn_id"],
+            model=self.model,
+            token_encoding=getattr(self.counter, "encoding_name", type(self.counter).__name__),
+            token_count=self._total(plan),
+            session_version=head.version,
+            summary_version=plan.summary_version,
+            state_version=plan.state_version,
+            profile_version=plan.profile_version,
+        )
+        return await self.storage.record_contract(ContractRecord(text, provenance, head.user_id))
 
     async def _plan(
         self,
@@ -187,7 +226,9 @@ class ContextBuilder:
                     skeleton, summary_version = with_summary, summary.summary_version
                     covered = summary.covers_until  # those messages are in the summary
                     required = tokens
-            plan = _Plan(skeleton, summary_version, required, [], 0, [], [])
+            plan = _Plan(skeleton, summary_version, required, [], 0, [], [], head=head)
+            plan.state_version = state.version if state else 0
+            plan.profile_version = profile.version if profile else None
             self._plan_knowledge(plan, knowledge, token_budget)
             await self._plan_messages(plan, reader, head, token_budget, covered)
         return plan

@@ -90,6 +90,8 @@ _LOGIN_CLASS = "28"
 _SESSION_OWNER = "CX001"  # invalid_authorization_specification, invalid_password
 # Raised by the deletions of revision 1006: what they would delete is under a legal hold.
 _LEGAL_HOLD = "CX002"
+# Raised by the ledger's record (revision 1008): the session's ledger was erased.
+_LEDGER_ERASED = "CX003"
 
 #: ``current`` of :func:`schema_missing` when the database's revision was not read.
 UNREAD: Final = "unread"
@@ -299,6 +301,11 @@ def _held(failure: _Failure) -> CtxStoreError:
     return LegalHoldError(f"{failure.action}: {held}; nothing was deleted")
 
 
+def _ledger_erased(failure: _Failure) -> CtxStoreError:
+    erased = failure.said or "the session's ledger was erased"
+    return DataKeyDestroyedError(f"{failure.action}: {erased} with its user; nothing recorded")
+
+
 def _lock_not_granted(failure: _Failure) -> CtxStoreError:
     return StorageTimeoutError(
         f"{failure.action}: a lock was not granted within lock_timeout (another transaction "
@@ -325,6 +332,7 @@ _BY_SQLSTATE: dict[str, _Translate] = {
     _FOREIGN_KEY_VIOLATION: _data_key_destroyed,
     _SESSION_OWNER: _other_owner,
     _LEGAL_HOLD: _held,
+    _LEDGER_ERASED: _ledger_erased,
     _LOCK_NOT_AVAILABLE: _lock_not_granted,
     _QUERY_CANCELED: _statement_timeout,
 }

@@ -422,6 +422,70 @@ legal_holds = Table(
     Index("ix_legal_holds_session_id", "session_id", postgresql_where=text("lifted_at IS NULL")),
 )
 
+# -- the ledger of contracts (revision 1008) ---------------------------------------------------
+
+# Per session: how many entries and pieces were recorded, and the last entry's digest;
+# the user whose erasure erases the pieces.  No foreign key: the ledger outlives the session.
+contract_chains = Table(
+    "contract_chains",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("user_id", Text, index=True),
+    _count("entries"),
+    _count("pieces"),
+    Column("last_digest", LargeBinary),
+    Column("erased_at", DateTime(timezone=True)),
+)
+
+# A contract's pieces, content-addressed per session (storage/ledger.py): plain or sealed.
+contract_pieces = Table(
+    "contract_pieces",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("piece_no", Integer, primary_key=True),
+    Column("digest", LargeBinary, nullable=False),
+    Column("content", Text),
+    Column("key_id", BigInteger),
+    Column("sealed", LargeBinary),
+    CheckConstraint("(key_id IS NULL) = (sealed IS NULL)", name="sealed_with_key"),
+    CheckConstraint("content IS NULL OR sealed IS NULL", name="plain_or_sealed"),
+    Index("ix_contract_pieces_session_id_digest", "session_id", "digest", unique=True),
+    Index("ix_contract_pieces_key_id", "key_id", postgresql_where=text("key_id IS NOT NULL")),
+)
+
+# One recorded contract: its provenance, its frame of piece numbers (negative: a comma
+# first), and its place in the session's chain.
+contract_entries = Table(
+    "contract_entries",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("entry_seq", Integer, primary_key=True),
+    Column("turn_id", Text, nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    Column("model", Text),
+    Column("token_encoding", Text, nullable=False),
+    Column("token_count", Integer, nullable=False),
+    Column("session_version", BigInteger, nullable=False),
+    Column("summary_version", Integer, nullable=False),
+    Column("state_version", BigInteger, nullable=False),
+    Column("profile_version", BigInteger),
+    Column("frame", ARRAY(Integer), nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    Column("prev", LargeBinary, nullable=False),
+    Column("digest", LargeBinary, nullable=False),
+)
+
+# The caller's response id, attached once to an entry and bound to its digest.
+contract_responses = Table(
+    "contract_responses",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("entry_seq", Integer, primary_key=True),
+    Column("response_id", Text, nullable=False),
+    _now("attached_at"),
+    Column("digest", LargeBinary, nullable=False),
+)
+
 # The HMAC-SHA256 key of the analytics pseudonyms, one row, kept as its two padded forms
 # (key XOR ipad, key XOR opad, 64 bytes each) so the views compute HMAC with sha256() alone.
 ctxstore_pseudonym_key = Table(

@@ -159,6 +159,26 @@ def check_flag(value: object, name: str) -> bool:
     return value
 
 
+def check_text_label(value: object, name: str, limits: Limits = DEFAULT_LIMITS) -> str:
+    """A label (a turn id, a response id): storable text of 1 to ``max_label_chars``."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"{name} must be a non-empty string, not {value!r}")
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInputError(f"{name} {problem}")
+    if len(value) > limits.max_label_chars:
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters; the limit is {limits.max_label_chars}"
+        )
+    return value
+
+
+def check_positive(value: object, name: str) -> int:
+    if type(value) is not int or not 0 < value <= 2**31 - 1:
+        raise InvalidInputError(f"{name} must be a positive int, not {value!r}")
+    return value
+
+
 def check_batch_size(batch_size: object) -> int:
     if type(batch_size) is not int or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive int, not {batch_size!r}")

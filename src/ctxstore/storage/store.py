@@ -58,6 +58,7 @@ from ctxstore.storage.base import (
 )
 from ctxstore.storage.bundle import Bundled, ImportReceipt, export_bundle, open_bundle
 from ctxstore.storage.journal import Journal, Operation, OperationKind
+from ctxstore.storage.ledger import ContractRecord, LedgerEntry, RecordedContract
 from ctxstore.storage.listing import ListingQuery, continued
 from ctxstore.storage.rules import DEFAULT_LIMITS, Limits, SummaryDraft
 from ctxstore.tokens import TokenCounter
@@ -108,6 +109,11 @@ LOAD_PROFILE = Route("load_profile", of_user=True)
 DELETE_PROFILE = Route("delete_profile", journaled="delete_profile", of_user=True)
 SNAPSHOT = Route("snapshot", whole=True)
 LIST_SESSIONS = Route("list_sessions", of_user=True, across_sessions=True)
+#: The ledger of contracts is kept by the primary alone (storage/ledger.py).
+RECORD_CONTRACT = Route("record_contract", across_sessions=True)
+READ_CONTRACT = Route("read_contract", across_sessions=True)
+LIST_CONTRACTS = Route("list_contracts", across_sessions=True)
+ATTACH_RESPONSE = Route("attach_response", across_sessions=True)
 
 #: What a write leaves for the fallback's journal, built only when one records it.
 JournalEntry = Callable[[], Operation]
@@ -398,6 +404,56 @@ class VersionedStorage(AsyncClosing, ABC):
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    # -- the ledger of contracts (storage/ledger.py) ------------------------------------------
+
+    async def record_contract(self, record: ContractRecord) -> LedgerEntry:
+        """Add a contract a call received to its session's ledger, chained to the last
+        entry; the builders call it (``record=True``).  The app role can add entries and
+        read them, never change or remove them.  On PostgreSQL only (NotSupportedError
+        elsewhere); a FallbackStorage records on its primary while it is healthy."""
+        provenance = record.provenance
+        rules.check_session_id(provenance.session_id, self.limits)
+        return await self._call(
+            RECORD_CONTRACT, provenance.session_id, lambda store: store._record_contract(record)
+        )
+
+    async def read_contract(
+        self, session_id: str, turn_id: str, *, entry_seq: int | None = None
+    ) -> RecordedContract | None:
+        """The contract the turn's call received, byte for byte as the builder returned
+        it, with its provenance: the turn's last entry, or entry ``entry_seq`` of the
+        session (None: no such entry).  Sealed pieces are opened (the store needs the
+        keys); the pieces of an erased user are gone (DataKeyDestroyedError)."""
+        rules.check_session_id(session_id, self.limits)
+        rules.check_text_label(turn_id, "turn_id", self.limits)
+        if entry_seq is not None:
+            rules.check_positive(entry_seq, "entry_seq")
+        return await self._call(
+            READ_CONTRACT,
+            session_id,
+            lambda store: store._read_contract(session_id, turn_id, entry_seq),
+        )
+
+    async def list_contracts(self, session_id: str) -> list[LedgerEntry]:
+        """Every entry of the session's ledger, oldest first, without the texts."""
+        rules.check_session_id(session_id, self.limits)
+        return await self._call(
+            LIST_CONTRACTS, session_id, lambda store: store._list_contracts(session_id)
+        )
+
+    async def attach_response(self, session_id: str, turn_id: str, response_id: str) -> int | None:
+        """Bind the caller's response id to the turn's last recorded contract, once (the
+        same id again changes nothing; another raises ConflictError).  The entry's number,
+        or None when the turn has no entry."""
+        rules.check_session_id(session_id, self.limits)
+        rules.check_text_label(turn_id, "turn_id", self.limits)
+        rules.check_text_label(response_id, "response_id", self.limits)
+        return await self._call(
+            ATTACH_RESPONSE,
+            session_id,
+            lambda store: store._attach_response(session_id, turn_id, response_id),
+        )
 
     # -- whole sessions -----------------------------------------------------------------------
 
@@ -700,6 +756,27 @@ class Store(VersionedStorage):
             operation="list_sessions",
             backend=type(self).__name__,
         )
+
+    def _no_ledger(self, operation: str) -> NotSupportedError:
+        return NotSupportedError(
+            f"{type(self).__name__} keeps no ledger of contracts: record them on PostgreSQL",
+            operation=operation,
+            backend=type(self).__name__,
+        )
+
+    async def _record_contract(self, record: ContractRecord) -> LedgerEntry:
+        raise self._no_ledger("record_contract")
+
+    async def _read_contract(
+        self, session_id: str, turn_id: str, entry_seq: int | None
+    ) -> RecordedContract | None:
+        raise self._no_ledger("read_contract")
+
+    async def _list_contracts(self, session_id: str) -> list[LedgerEntry]:
+        raise self._no_ledger("list_contracts")
+
+    async def _attach_response(self, session_id: str, turn_id: str, response_id: str) -> int | None:
+        raise self._no_ledger("attach_response")
 
     async def _import_user(self, user_id: str, records: AsyncIterator[Bundled]) -> None:
         """Write every record of ``user_id``'s bundle, all or nothing: ``records`` checks

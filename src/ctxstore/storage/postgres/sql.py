@@ -41,6 +41,7 @@ FILES = (
     "bundles.sql",
     "holds.sql",
     "retention.sql",
+    "ledger.sql",
 )
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.M)

@@ -44,8 +44,9 @@ from ctxstore.storage.base import Backups, Erased, Vacuumed
 from ctxstore.storage.bundle import Bundled
 from ctxstore.storage.history import History
 from ctxstore.storage.knowledge import Known, SessionKnowledge, StoredList
+from ctxstore.storage.ledger import ContractRecord, LedgerEntry, RecordedContract
 from ctxstore.storage.listing import ListingQuery, page_of
-from ctxstore.storage.postgres import appending, documents, rows, saving, sql
+from ctxstore.storage.postgres import appending, contracts, documents, rows, saving, sql
 from ctxstore.storage.postgres.connection import Connections, Undo
 from ctxstore.storage.postgres.erasure import backups_after_erasure, vacuum_after_erasure
 from ctxstore.storage.postgres.importing import Importer, write_bundle
@@ -763,6 +764,42 @@ class PostgresStorage(Store):
                     owners = SessionOwners(row["session_id"], user_id)
                     self._keys.check_owners([row["summary_key_id"]], owners)
         return keys
+
+    # -- the ledger of contracts (contracts.py) -------------------------------------------------
+
+    async def _record_contract(self, record: ContractRecord) -> LedgerEntry:
+        session_id = record.provenance.session_id
+        key = await self._session_key(session_id, record.user_id)
+        async with self._connections.call("record contract") as driver:
+            return await contracts.record(driver, record, key)
+
+    async def _read_contract(
+        self, session_id: str, turn_id: str, entry_seq: int | None
+    ) -> RecordedContract | None:
+        async def keys(key_ids: set[int], user_id: str | None) -> rows.Keys | None:
+            return await self._keys_for(key_ids, owners=SessionOwners(session_id, user_id))
+
+        async with self._connections.call("read contract") as driver:
+            return await contracts.read(driver, session_id, turn_id, entry_seq, keys)
+
+    async def _list_contracts(self, session_id: str) -> list[LedgerEntry]:
+        async with self._connections.call("list contracts") as driver:
+            return await contracts.entries(driver, session_id)
+
+    async def _attach_response(self, session_id: str, turn_id: str, response_id: str) -> int | None:
+        async with self._connections.call("attach response") as driver:
+            row = await sql.ATTACH_RESPONSE.fetchrow(
+                driver, session_id=session_id, turn_id=turn_id, response_id=response_id
+            )
+        if row is None:
+            return None
+        if row["response_id"] != response_id:
+            raise ConflictError(
+                f"turn {turn_id!r} of session {session_id} has response "
+                f"{row['response_id']!r} attached already"
+            )
+        seq: int = row["entry_seq"]
+        return seq
 
     # -- a user's bundle ------------------------------------------------------------------------
 

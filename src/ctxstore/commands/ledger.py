@@ -1,0 +1,193 @@
+"""``ctxstore ledger verify``: every chain of the ledger of contracts checked, each
+tampering named (storage/ledger.py says how an entry is chained).
+
+A batch of chains at a time: their entries, pieces and responses read in three
+statements.  Plain pieces are checked
+against their digests; a sealed piece's digest is an HMAC under its session's key, so
+its tag, which binds it to that digest, checks it when it is read.  An erased chain's
+pieces are gone: its links are checked, not its bodies.
+
+The summary's ``root`` is a digest of every chain's last entry: kept somewhere the
+database's owner can't write, it shows a later rewrite of whole chains, which no check
+inside the database can (docs/ledger.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxstore.progress import Progress
+from ctxstore.storage.ledger import Finding, StoredEntry, verify_chain
+from ctxstore.storage.postgres import PostgresStorage, sql
+from ctxstore.storage.postgres.contracts import provenance_of
+from ctxstore.storage.postgres.statement import Driver
+from ctxstore.storage.rules import check_batch_size, check_session_id
+
+_LOW = ""  # every session id sorts after it
+
+
+@dataclass
+class LedgerVerification:
+    """What ``verify_ledger`` checked and found."""
+
+    chains: int = 0
+    entries: int = 0
+    erased_chains: int = 0
+    plain_pieces: int = 0
+    sealed_pieces: int = 0
+    responses: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    #: SHA-256 over every chain's session id and last digest, in session order (hex).
+    root: str = ""
+
+    @property
+    def intact(self) -> bool:
+        return not self.findings
+
+    def summary(self) -> str:
+        verdict = "intact" if self.intact else f"{len(self.findings):,} tampering(s) found"
+        return (
+            f"ledger {verdict}: {self.entries:,} entries in {self.chains:,} chains "
+            f"({self.erased_chains:,} erased: links only), {self.plain_pieces:,} plain pieces "
+            f"checked, {self.sealed_pieces:,} sealed (checked when read), "
+            f"{self.responses:,} responses; root {self.root}"
+        )
+
+
+@dataclass
+class _Batch:
+    chains: list[Any]
+    entries: dict[str, list[StoredEntry]]
+    pieces: dict[str, list[Any]]
+    responses: dict[str, list[Any]]
+
+
+async def verify_ledger(
+    storage: PostgresStorage,
+    *,
+    session_id: str | None = None,
+    batch_size: int = 200,
+    progress: Callable[[int], object] | None = None,
+    show_progress: bool = False,
+) -> LedgerVerification:
+    """Check the ledger's chains (one session's, or all), naming each tampering found:
+    an entry edited, removed, reordered, swapped with another, re-inserted, or the tail
+    truncated; a piece or response edited.  ``progress`` is told each batch's entries."""
+    if session_id is not None:
+        check_session_id(session_id)
+    check_batch_size(batch_size)
+    result = LedgerVerification()
+    root = hashlib.sha256(b"ctxstore ledger root v1\x00")
+    async with storage.maintenance("ledger verify") as driver:
+        total = await sql.LEDGER_ENTRY_COUNT.fetchval(driver, session_id=session_id)
+        bar = Progress("verifying the ledger", int(total), shown=show_progress)
+        batch = await _read(driver, _LOW, session_id, batch_size)
+        while batch.chains:
+            checked = _check(batch, result, root)
+            bar.advance(checked)
+            if progress is not None:
+                progress(checked)
+            batch = await _read(driver, batch.chains[-1]["session_id"], session_id, batch_size)
+        bar.finish()
+    result.root = root.hexdigest()
+    return result
+
+
+async def _read(driver: Driver, after: str, session_id: str | None, size: int) -> _Batch:
+    chains = await sql.LEDGER_CHAINS.fetch(
+        driver, after=after, session_id=session_id, batch_size=size
+    )
+    ids = [chain["session_id"] for chain in chains]
+    entries: dict[str, list[StoredEntry]] = defaultdict(list)
+    pieces: dict[str, list[Any]] = defaultdict(list)
+    responses: dict[str, list[Any]] = defaultdict(list)
+    if ids:
+        for row in await sql.LEDGER_CHAIN_ENTRIES.fetch(driver, session_ids=ids):
+            entries[row["session_id"]].append(_stored(row))
+        for row in await sql.LEDGER_CHAIN_PIECES.fetch(driver, session_ids=ids):
+            pieces[row["session_id"]].append(row)
+        for row in await sql.LEDGER_RESPONSES.fetch(driver, session_ids=ids):
+            responses[row["session_id"]].append(row)
+    return _Batch(list(chains), entries, pieces, responses)
+
+
+def _stored(row: Any) -> StoredEntry:
+    return StoredEntry(
+        row["entry_seq"],
+        row["recorded_at"],
+        provenance_of(row["session_id"], row),
+        row["frame"],
+        row["body"],
+        row["prev"],
+        row["digest"],
+    )
+
+
+def _check(batch: _Batch, result: LedgerVerification, root: Any) -> int:
+    checked = 0
+    for chain in batch.chains:
+        session_id = chain["session_id"]
+        entries = batch.entries.get(session_id, [])
+        erased = chain["erased_at"] is not None
+        digests = None if erased else _piece_digests(session_id, batch, result, entries)
+        report = verify_chain(session_id, chain["entries"], chain["last_digest"], entries, digests)
+        result.findings += report.findings
+        result.findings += _responses(session_id, entries, batch.responses.get(session_id, []))
+        result.responses += len(batch.responses.get(session_id, []))
+        result.chains += 1
+        result.erased_chains += erased
+        result.entries += report.entries
+        checked += report.entries
+        root.update(session_id.encode("utf-8", "surrogatepass") + b"\x00")
+        root.update(chain["last_digest"] or b"")
+    return checked
+
+
+def _piece_digests(
+    session_id: str, batch: _Batch, result: LedgerVerification, entries: list[StoredEntry]
+) -> dict[int, bytes]:
+    """Each piece's digest by number; a plain piece whose text no longer gives its digest
+    is named in each entry that uses it."""
+    digests: dict[int, bytes] = {}
+    altered: set[int] = set()
+    sha256 = hashlib.sha256
+    for piece in batch.pieces.get(session_id, []):
+        number, digest, content = piece["piece_no"], piece["digest"], piece["content"]
+        digests[number] = digest
+        if content is None:
+            result.sealed_pieces += 1
+            continue
+        result.plain_pieces += 1
+        if sha256(content.encode("utf-8", "surrogatepass")).digest() != digest:
+            altered.add(number)
+    if altered:
+        for entry in entries:
+            used = sorted(altered & {abs(n) for n in entry.frame})
+            if used:
+                pieces = ", ".join(map(str, used))
+                result.findings.append(
+                    Finding(session_id, entry.entry_seq, "altered", f"its piece(s) {pieces} edited")
+                )
+    return digests
+
+
+def _responses(session_id: str, entries: list[StoredEntry], responses: list[Any]) -> list[Finding]:
+    by_seq = {entry.entry_seq: entry for entry in entries}
+    found = []
+    for response in responses:
+        entry = by_seq.get(response["entry_seq"])
+        text = response["response_id"].encode("utf-8", "surrogatepass")
+        if entry is None or hashlib.sha256(entry.digest + text).digest() != response["digest"]:
+            found.append(
+                Finding(
+                    session_id,
+                    response["entry_seq"],
+                    "response altered",
+                    f"response {response['response_id']!r} is not the one attached to it",
+                )
+            )
+    return found

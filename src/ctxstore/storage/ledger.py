@@ -1,0 +1,304 @@
+"""The ledger of Context Contracts: what a recorded call received, cut into pieces, put
+back byte for byte, and chained per session (revision 1008).
+
+**Pieces.**  A contract's canonical text has one array element a line (contract.py), so
+consecutive contracts of a consultation share most of their lines.  ``cut`` splits the
+text after every newline and before the context parts that change apart (summary,
+state, profile, knowledge, meta); a piece that starts with a comma is kept without it
+and its frame element says so.  Pieces are stored once per session, addressed by their
+digest: SHA-256 of the text, or, sealed, its HMAC under the session's data key (so a
+digest tells nothing of a text without the key).  ``join`` puts the exact bytes back
+from any text's pieces: exactness depends on no JSON rule.
+
+**The chain.**  An entry's ``body`` is SHA-256 of its provenance (``Provenance``) and its
+frame's (comma, piece digest) list; its ``digest`` is SHA-256 of the previous entry's
+digest, its number, its time in microseconds and its body, computed by PostgreSQL as it
+links the entry (``ctxstore_record_contract_v1``) and again here by ``verify_chain``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+#: What the first entry of a chain links to.
+ZERO_DIGEST = bytes(32)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_LINK = struct.Struct(">qq")
+
+#: Cuts after each newline, and before each context part that changes on its own.
+_CUT = re.compile(
+    r'(?<=\n)|(?=,"(?:conversation_summary|consultation_state|user_profile'
+    r'|retrieved_knowledge|meta)":)'
+)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a contract was built from and for: bound into its entry's body."""
+
+    session_id: str
+    turn_id: str
+    model: str | None
+    token_encoding: str
+    token_count: int
+    session_version: int
+    summary_version: int
+    #: 0: the session had no state stored (the builder's initial state went in).
+    state_version: int
+    #: None: no profile went in.
+    profile_version: int | None
+
+    def encoded(self) -> bytes:
+        fields = [
+            self.session_id,
+            self.turn_id,
+            self.model,
+            self.token_encoding,
+            self.token_count,
+            self.session_version,
+            self.summary_version,
+            self.state_version,
+            self.profile_version,
+        ]
+        text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8", "surrogatepass")
+
+
+@dataclass(frozen=True)
+class ContractRecord:
+    """A contract to record: its exact text, its provenance, and the user whose erasure
+    erases it."""
+
+    text: str
+    provenance: Provenance
+    user_id: str | None
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One recorded contract's entry, as listed (the text apart)."""
+
+    entry_seq: int
+    recorded_at: datetime
+    provenance: Provenance
+    #: The entry's place in the chain, hex.
+    digest: str
+    response_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordedContract:
+    """A recorded contract: its entry and the exact text the call received."""
+
+    entry: LedgerEntry
+    text: str
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A contract cut: ``frame`` its elements in order, (comma, digest); ``pieces`` each
+    distinct piece's text by digest, in first use order."""
+
+    frame: list[tuple[bool, bytes]]
+    pieces: dict[bytes, str]
+
+
+def cut(text: str, digest: Callable[[bytes], bytes]) -> Cut:
+    """``text`` in pieces; ``digest``: a piece's digest from its UTF-8 bytes."""
+    frame: list[tuple[bool, bytes]] = []
+    pieces: dict[bytes, str] = {}
+    for part in _CUT.split(text):
+        if not part:
+            continue
+        comma = part[0] == ","
+        piece = part[1:] if comma else part
+        key = digest(piece.encode("utf-8", "surrogatepass"))
+        pieces.setdefault(key, piece)
+        frame.append((comma, key))
+    return Cut(frame, pieces)
+
+
+def plain_digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def join(frame: Sequence[int], pieces: Mapping[int, str]) -> str:
+    """The text of a stored frame: piece numbers, negative where a comma comes first."""
+    return "".join(pieces[n] if n > 0 else "," + pieces[-n] for n in frame)
+
+
+def body_digest(provenance: Provenance, frame: Iterable[tuple[bool, bytes]]) -> bytes:
+    parts = [b"ctxstore contract v1\x00", provenance.encoded(), b"\x00"]
+    parts += [(b"," if comma else b".") + digest for comma, digest in frame]
+    return hashlib.sha256(b"".join(parts)).digest()
+
+
+def link_digest(prev: bytes, entry_seq: int, recorded_at: datetime, body: bytes) -> bytes:
+    """The digest ``ctxstore_record_contract_v1`` gives an entry."""
+    micros = (recorded_at - _EPOCH) // _MICROSECOND
+    return hashlib.sha256(prev + _LINK.pack(entry_seq, micros) + body).digest()
+
+
+# -- verification ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """An entry's columns, as verification reads them."""
+
+    entry_seq: int
+    recorded_at: datetime
+    provenance: Provenance
+    frame: Sequence[int]
+    body: bytes
+    prev: bytes
+    digest: bytes
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One tampering found: the session, the entry it names (None: the chain's head) and
+    what was done to it."""
+
+    session_id: str
+    entry_seq: int | None
+    kind: str
+    detail: str
+
+    def line(self) -> str:
+        where = f"entry {self.entry_seq}" if self.entry_seq is not None else "chain head"
+        return f"session {self.session_id}, {where}: {self.kind}: {self.detail}"
+
+
+@dataclass
+class ChainReport:
+    """What verifying one session's chain found."""
+
+    entries: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+
+def verify_chain(
+    session_id: str,
+    recorded: int,
+    last_digest: bytes | None,
+    entries: Sequence[StoredEntry],
+    piece_digests: Mapping[int, bytes] | None,
+) -> ChainReport:
+    """Every tampering of one chain, named: ``recorded`` and ``last_digest`` are the
+    chain's row; ``entries`` in entry_seq order; ``piece_digests`` by number (None: the
+    pieces were erased, so bodies can't be recomputed, only the links)."""
+    report = ChainReport(entries=len(entries))
+    found = report.findings.append
+    by_digest = {entry.digest: entry for entry in entries}
+    expected, expected_prev = 1, ZERO_DIGEST
+    wrong: list[StoredEntry] = []
+    for entry in entries:
+        seq = entry.entry_seq
+        if seq > expected:
+            span = (
+                f"entry {expected} is"
+                if seq == expected + 1
+                else f"entries {expected} to {seq - 1} are"
+            )
+            found(Finding(session_id, expected, "removed", f"{span} missing"))
+        own = link_digest(entry.prev, seq, entry.recorded_at, entry.body)
+        if own != entry.digest:
+            wrong.append(entry)
+        elif entry.prev != expected_prev and seq == expected:
+            found(Finding(session_id, seq, "broken link", _link_detail(entry, by_digest)))
+        elif piece_digests is not None and not _body_holds(entry, piece_digests):
+            found(
+                Finding(
+                    session_id,
+                    seq,
+                    "altered",
+                    "its provenance, frame or pieces no longer give its body digest",
+                )
+            )
+        expected, expected_prev = seq + 1, entry.digest
+    report.findings += _misplaced(session_id, wrong, entries, by_digest)
+    last = entries[-1] if entries else None
+    if recorded > (last.entry_seq if last else 0):
+        first = (last.entry_seq if last else 0) + 1
+        found(
+            Finding(
+                session_id,
+                first,
+                "truncated",
+                f"the chain recorded {recorded} entries; entries {first} to {recorded} are gone",
+            )
+        )
+    elif last is not None and last_digest is not None and last.digest != last_digest:
+        found(Finding(session_id, None, "altered", "the last entry is not the one recorded last"))
+    report.findings.sort(key=lambda f: (f.entry_seq or 0, f.kind))
+    return report
+
+
+def _body_holds(entry: StoredEntry, piece_digests: Mapping[int, bytes]) -> bool:
+    try:
+        frame = [(n < 0, piece_digests[abs(n)]) for n in entry.frame]
+    except KeyError:
+        return False
+    return body_digest(entry.provenance, frame) == entry.body
+
+
+def _link_detail(entry: StoredEntry, by_digest: Mapping[bytes, StoredEntry]) -> str:
+    origin = by_digest.get(entry.prev)
+    if origin is not None:
+        return f"it follows entry {origin.entry_seq}, not the entry before it"
+    return "it follows no entry of this chain"
+
+
+def _misplaced(
+    session_id: str,
+    wrong: list[StoredEntry],
+    entries: Sequence[StoredEntry],
+    by_digest: Mapping[bytes, StoredEntry],
+) -> list[Finding]:
+    """Entries whose digest no longer matches their columns, named: moved to another
+    number (reordered), a copy of another (re-inserted), their contents exchanged with
+    another's (swapped), or otherwise altered."""
+    findings: list[Finding] = []
+    at = {entry.entry_seq: entry for entry in entries}
+    for entry in wrong:
+        origin = by_digest.get(entry.prev)
+        place = 1 if entry.prev == ZERO_DIGEST else (origin.entry_seq + 1 if origin else None)
+        seq = entry.entry_seq
+        if (
+            place is not None
+            and place != seq
+            and link_digest(entry.prev, place, entry.recorded_at, entry.body) == entry.digest
+        ):
+            original = at.get(place)
+            if original is not None and original.digest == entry.digest:
+                kind, detail = "re-inserted", f"a copy of entry {place}"
+            else:
+                kind, detail = "reordered", f"recorded as entry {place}"
+            findings.append(Finding(session_id, seq, kind, detail))
+            continue
+        partner = next(
+            (
+                other.entry_seq
+                for other in wrong
+                if other is not entry
+                and link_digest(entry.prev, seq, entry.recorded_at, other.body) == entry.digest
+            ),
+            None,
+        )
+        if partner is not None:
+            findings.append(
+                Finding(session_id, seq, "swapped", f"it holds the contract of entry {partner}")
+            )
+        else:
+            findings.append(
+                Finding(session_id, seq, "altered", "its digest no longer matches its columns")
+            )
+    return findings

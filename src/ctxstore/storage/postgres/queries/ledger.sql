@@ -1,0 +1,77 @@
+-- name: record_contract --
+-- One contract added to its session's ledger (revision 1008): its new pieces stored, its entry numbered and linked to the chain's last.
+SELECT entry_seq, recorded_at, digest, new_pieces
+  FROM ctxstore_record_contract_v1(:session_id, :user_id, :turn_id, :model, :token_encoding,
+                                   :token_count, :session_version, :summary_version,
+                                   :state_version, :profile_version, :frame, :commas,
+                                   :digests, :contents, :key_ids, :sealed, :body);
+
+-- name: attach_response --
+-- The caller's response id bound to the turn's last entry, once: the entry and the id it holds (nothing: the turn has no entry).
+SELECT entry_seq, response_id
+  FROM ctxstore_attach_response_v1(:session_id, :turn_id, :response_id)
+ WHERE entry_seq IS NOT NULL;
+
+-- name: contract_entry --
+-- The turn's last entry (or entry :entry_seq of the session, when given), with its chain's user and its response.
+SELECT e.entry_seq, e.turn_id, e.recorded_at, e.model, e.token_encoding, e.token_count,
+       e.session_version, e.summary_version, e.state_version, e.profile_version, e.frame,
+       e.digest, r.response_id, c.user_id, c.erased_at
+  FROM contract_entries AS e
+  JOIN contract_chains AS c ON c.session_id = e.session_id
+  LEFT JOIN contract_responses AS r
+    ON r.session_id = e.session_id AND r.entry_seq = e.entry_seq
+ WHERE e.session_id = :session_id
+   AND (e.entry_seq = :entry_seq OR (:entry_seq::integer IS NULL AND e.turn_id = :turn_id))
+ ORDER BY e.entry_seq DESC
+ LIMIT 1;
+
+-- name: contract_pieces --
+-- The pieces a frame names.
+SELECT piece_no, digest, content, key_id, sealed
+  FROM contract_pieces
+ WHERE session_id = :session_id AND piece_no = ANY(:piece_nos);
+
+-- name: contract_entries --
+-- Every entry of the session's ledger, oldest first, with its response.
+SELECT e.entry_seq, e.turn_id, e.recorded_at, e.model, e.token_encoding, e.token_count,
+       e.session_version, e.summary_version, e.state_version, e.profile_version, e.digest,
+       r.response_id
+  FROM contract_entries AS e
+  LEFT JOIN contract_responses AS r
+    ON r.session_id = e.session_id AND r.entry_seq = e.entry_seq
+ WHERE e.session_id = :session_id
+ ORDER BY e.entry_seq;
+
+-- name: ledger_chains --
+-- Verification: the next chains after :after (all, or the one :session_id), in session order.
+SELECT session_id, entries, last_digest, erased_at
+  FROM contract_chains
+ WHERE session_id > :after AND (session_id = :session_id OR :session_id::text IS NULL)
+ ORDER BY session_id
+ LIMIT :batch_size;
+
+-- name: ledger_chain_entries --
+-- Verification: every entry of the chains :session_ids, in chain order.
+SELECT session_id, entry_seq, turn_id, recorded_at, model, token_encoding, token_count,
+       session_version, summary_version, state_version, profile_version, frame, body, prev,
+       digest
+  FROM contract_entries
+ WHERE session_id = ANY(:session_ids)
+ ORDER BY session_id, entry_seq;
+
+-- name: ledger_chain_pieces --
+-- Verification: every piece of the chains :session_ids, with what checks it.
+SELECT session_id, piece_no, digest, content, key_id, sealed
+  FROM contract_pieces
+ WHERE session_id = ANY(:session_ids);
+
+-- name: ledger_responses --
+-- Verification: the responses attached in the chains :session_ids.
+SELECT session_id, entry_seq, response_id, digest
+  FROM contract_responses
+ WHERE session_id = ANY(:session_ids);
+
+-- name: ledger_entry_count --
+-- Verification's progress bar: the entries to verify.
+SELECT count(*) FROM contract_entries WHERE session_id = :session_id OR :session_id::text IS NULL;
