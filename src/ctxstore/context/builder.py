@@ -107,14 +107,16 @@ class ContextBuilder:
         token_budget: int = 8000,
         *,
         record: bool | None = None,
+        model: str | None = None,
     ) -> ContextContract:
         """The contract; ``record`` (default: the builder's): its text, ``to_json()``,
-        added to the ledger first."""
+        added to the ledger first, with ``model``, the model the call is for (default:
+        the builder's)."""
         plan = await self._plan(
             session_id, turn_id, user_message, retrieved_knowledge, token_budget
         )
         if self.record if record is None else record:
-            await self._record(plan, serialize_document(_document(plan)))
+            await self._record(plan, serialize_document(_document(plan)), model)
         return ContextContract.model_validate(_document(plan, _trusted_message))
 
     async def build_json(
@@ -126,26 +128,27 @@ class ContextBuilder:
         token_budget: int = 8000,
         *,
         record: bool | None = None,
+        model: str | None = None,
     ) -> str:
         """``build(...).to_json()``, the contract's canonical text, without building its
         models (what the HTTP service sends: the plan is made of validated parts);
-        ``record`` as for ``build``."""
+        ``record`` and ``model`` as for ``build``."""
         plan = await self._plan(
             session_id, turn_id, user_message, retrieved_knowledge, token_budget
         )
         text = serialize_document(_document(plan))
         if self.record if record is None else record:
-            await self._record(plan, text)
+            await self._record(plan, text, model)
         return text
 
-    async def _record(self, plan: _Plan, text: str) -> LedgerEntry:
+    async def _record(self, plan: _Plan, text: str, model: str | None) -> LedgerEntry:
         """The contract's text added to its session's ledger, with what it was built from."""
         skeleton, head = plan.skeleton, plan.head
         assert head is not None
         provenance = Provenance(
             session_id=skeleton["session_id"],
             turn_id=skeleton["turn_id"],
-            model=self.model,
+            model=model if model is not None else self.model,
             token_encoding=getattr(self.counter, "encoding_name", type(self.counter).__name__),
             token_count=self._total(plan),
             session_version=head.version,
