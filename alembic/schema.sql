@@ -1426,8 +1426,6 @@ BEGIN
         -- no foreign key cascades to messages (revision 1001): as ctxstore_delete_session_v1
         DELETE FROM messages AS t WHERE t.session_id = ANY(session_ids);
     END IF;
-    -- the words the ledger kept of them (revision 1008), its chains left to verify
-    PERFORM ctxstore_erase_ledger_v1(p_user_id, session_ids);
 END
 $$;
 
@@ -1511,6 +1509,10 @@ DECLARE
     v_frame integer[];
     v_prev bytea;
 BEGIN
+    -- As every write naming the user: an erasure runs wholly before or after this record.
+    IF p_user_id IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || p_user_id, 0));
+    END IF;
     INSERT INTO contract_chains AS c (session_id, user_id) VALUES (p_session_id, p_user_id)
         ON CONFLICT (session_id) DO NOTHING;
     SELECT c.entries, c.pieces, c.last_digest, c.erased_at INTO v_chain
@@ -1582,21 +1584,30 @@ $$;
 
 ALTER FUNCTION ctxstore_attach_response_v1(p_session_id text, p_turn_id text, p_response_id text, OUT entry_seq integer, OUT response_id text) OWNER TO :"owner_role";
 
--- An erasure's part in the ledger: the pieces of the user's chains (and of the sessions
--- erased with them) deleted, the chains marked; the entries stay, so they still verify.
+-- An erasure's part in the ledger, run by erase_user once the user's sessions are erased
+-- (a transaction of its own: on Citus, a function of another owner may not touch the
+-- shards a transaction already wrote as the app role): the pieces of the user's chains
+-- (and of the sessions erased with them) deleted, the chains marked; the entries stay,
+-- so they still verify.  Under the user's lock, as an erasure: no record runs meanwhile.
 CREATE FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
     v_ids text[];
+    v_held text;
 BEGIN
     PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore user ' || p_user_id, 0));
     v_ids := ARRAY(SELECT c.session_id FROM contract_chains AS c
-                    WHERE c.user_id = p_user_id OR c.session_id = ANY(p_session_ids)
-                    ORDER BY 1 FOR UPDATE);
+                    WHERE c.user_id = p_user_id OR c.session_id = ANY(p_session_ids));
     IF cardinality(v_ids) = 0 THEN
         RETURN 0;
+    END IF;
+    v_held := ctxstore_holds_of_v1(p_user_id, v_ids);
+    IF v_held IS NOT NULL THEN
+        RAISE EXCEPTION 'the ledger of user % is under a legal hold: %', p_user_id, v_held
+            USING ERRCODE = 'CX002';
     END IF;
     DELETE FROM contract_pieces AS p WHERE p.session_id = ANY(v_ids);
     UPDATE contract_chains AS c SET erased_at = now() WHERE c.session_id = ANY(v_ids);

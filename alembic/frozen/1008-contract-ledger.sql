@@ -10,7 +10,9 @@
 -- The app role records and reads; it can neither update nor delete: it adds entries
 -- through ctxstore_record_contract_v1 (SECURITY DEFINER), which numbers them and links
 -- each to the last under the chain's row lock.  Only an erasure removes anything, the
--- erased user's pieces (the words), never the entries: the chains still verify.
+-- erased user's pieces (the words), never the entries: the chains still verify.  The
+-- previous release's erase_user does not call ctxstore_erase_ledger_v1; it records no
+-- contract either, and with encryption on the pieces die with the user's key anyway.
 --
 -- The ledger outlives the session (an incident review may come after the session has
 -- expired), so no foreign key ties it to the session tables.
@@ -100,6 +102,10 @@ DECLARE
     v_frame integer[];
     v_prev bytea;
 BEGIN
+    -- As every write naming the user: an erasure runs wholly before or after this record.
+    IF p_user_id IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended('ctxstore user ' || p_user_id, 0));
+    END IF;
     INSERT INTO contract_chains AS c (session_id, user_id) VALUES (p_session_id, p_user_id)
         ON CONFLICT (session_id) DO NOTHING;
     SELECT c.entries, c.pieces, c.last_digest, c.erased_at INTO v_chain
@@ -179,21 +185,30 @@ REVOKE ALL ON FUNCTION ctxstore_attach_response_v1(p_session_id text, p_turn_id 
 
 GRANT ALL ON FUNCTION ctxstore_attach_response_v1(p_session_id text, p_turn_id text, p_response_id text, OUT entry_seq integer, OUT response_id text) TO :"app_role";
 
--- An erasure's part in the ledger: the pieces of the user's chains (and of the sessions
--- erased with them) deleted, the chains marked; the entries stay, so they still verify.
+-- An erasure's part in the ledger, run by erase_user once the user's sessions are erased
+-- (a transaction of its own: on Citus, a function of another owner may not touch the
+-- shards a transaction already wrote as the app role): the pieces of the user's chains
+-- (and of the sessions erased with them) deleted, the chains marked; the entries stay,
+-- so they still verify.  Under the user's lock, as an erasure: no record runs meanwhile.
 CREATE FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
     v_ids text[];
+    v_held text;
 BEGIN
     PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore user ' || p_user_id, 0));
     v_ids := ARRAY(SELECT c.session_id FROM contract_chains AS c
-                    WHERE c.user_id = p_user_id OR c.session_id = ANY(p_session_ids)
-                    ORDER BY 1 FOR UPDATE);
+                    WHERE c.user_id = p_user_id OR c.session_id = ANY(p_session_ids));
     IF cardinality(v_ids) = 0 THEN
         RETURN 0;
+    END IF;
+    v_held := ctxstore_holds_of_v1(p_user_id, v_ids);
+    IF v_held IS NOT NULL THEN
+        RAISE EXCEPTION 'the ledger of user % is under a legal hold: %', p_user_id, v_held
+            USING ERRCODE = 'CX002';
     END IF;
     DELETE FROM contract_pieces AS p WHERE p.session_id = ANY(v_ids);
     UPDATE contract_chains AS c SET erased_at = now() WHERE c.session_id = ANY(v_ids);
@@ -206,61 +221,6 @@ ALTER FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) OW
 REVOKE ALL ON FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) FROM PUBLIC;
 
 GRANT ALL ON FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) TO :"app_role";
-
-CREATE OR REPLACE FUNCTION ctxstore_erase_user_sessions_v2(p_user_id text, OUT session_ids text[], OUT messages bigint, OUT summaries bigint, OUT states bigint, OUT state_changes bigint) RETURNS record
-    LANGUAGE plpgsql
-    AS $$
-#variable_conflict use_column
-DECLARE
-    v_keys bigint[];
-    v_holding text[] := '{}';
-    v_held text;
-    v_row record;
-BEGIN
-    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
-    -- Writers naming the user hold this lock shared from their start: the erasure waits
-    -- for those in flight and holds off new ones, before any row lock (no deadlock).
-    -- Placing a hold takes it shared too: the check below sees every hold placed before.
-    PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore user ' || p_user_id, 0));
-    v_keys := ARRAY(SELECT key_id FROM data_keys WHERE owner = 'u:' || p_user_id);
-    IF cardinality(v_keys) > 0 THEN
-        v_holding := ARRAY(
-            SELECT t.session_id FROM messages AS t WHERE t.key_id = ANY(v_keys)
-            UNION SELECT t.session_id FROM summaries AS t WHERE t.key_id = ANY(v_keys)
-            UNION SELECT t.session_id FROM consultation_states AS t
-                   WHERE t.key_id = ANY(v_keys)
-            UNION SELECT t.session_id FROM consultation_state_history AS t
-                   WHERE t.key_id = ANY(v_keys));
-    END IF;
-    v_held := ctxstore_holds_of_v1(p_user_id, v_holding || ARRAY(
-        SELECT s.session_id FROM sessions AS s WHERE s.user_id = p_user_id));
-    IF v_held IS NOT NULL THEN
-        RAISE EXCEPTION 'user % is under a legal hold: %', p_user_id, v_held
-            USING ERRCODE = 'CX002';
-    END IF;
-    session_ids := '{}';
-    messages := 0;
-    FOR v_row IN UPDATE sessions SET user_id = user_id
-                  WHERE user_id = p_user_id OR session_id = ANY(v_holding)
-                 RETURNING session_id, message_count LOOP
-        session_ids := session_ids || v_row.session_id;
-        messages := messages + v_row.message_count;
-    END LOOP;
-    session_ids := ARRAY(SELECT unnest(session_ids) ORDER BY 1);
-    SELECT count(*) INTO summaries FROM summaries AS t WHERE t.session_id = ANY(session_ids);
-    SELECT count(*) INTO states FROM consultation_states AS t
-     WHERE t.session_id = ANY(session_ids);
-    SELECT count(*) INTO state_changes FROM consultation_state_history AS t
-     WHERE t.session_id = ANY(session_ids);
-    IF cardinality(session_ids) > 0 THEN
-        DELETE FROM sessions AS t WHERE t.session_id = ANY(session_ids);
-        -- no foreign key cascades to messages (revision 1001): as ctxstore_delete_session_v1
-        DELETE FROM messages AS t WHERE t.session_id = ANY(session_ids);
-    END IF;
-    -- the words the ledger kept of them (revision 1008), its chains left to verify
-    PERFORM ctxstore_erase_ledger_v1(p_user_id, session_ids);
-END
-$$;
 
 CREATE OR REPLACE FUNCTION ctxstore_delete_unused_retired_keys_v1() RETURNS SETOF bigint
     LANGUAGE plpgsql

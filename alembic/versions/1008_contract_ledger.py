@@ -4,15 +4,13 @@ session.
 Issue 52.  Four new tables (``contract_chains``, ``contract_pieces``,
 ``contract_entries``, ``contract_responses``), empty at first, and three functions, the
 app role's only way to write them (``frozen/1008-contract-ledger.sql`` says how a
-contract is kept and chained).  Two functions are replaced in place, signatures
-unchanged, so the previous release's processes keep the ledger whole too: an erasure
-(``ctxstore_erase_user_sessions_v2``) deletes the erased user's ledger pieces, and
-``ctxstore_delete_unused_retired_keys_v1`` keeps a key that seals one.  The previous
-release records nothing, so it reads and writes as before.
+contract is kept and chained).  ``ctxstore_delete_unused_retired_keys_v1`` is
+replaced in place, signature unchanged, to keep a key that seals a ledger piece, in the
+previous release's processes too.  The previous release records nothing, so it reads
+and writes as before; its erasures leave the ledger alone.
 
-Downgrade: the two functions as revisions 1006 and the baseline left them, then the
-ledger dropped, with every entry recorded: it is the owner's to decide, like any
-downgrade.
+Downgrade: the function as the baseline left it, then the ledger dropped, with every
+entry recorded: it is the owner's to decide, like any downgrade.
 
 Revision ID: 1008
 Revises: 1007
@@ -46,11 +44,6 @@ def downgrade() -> None:
         _definitions.replacing_definitions(
             "schema-baseline.sql", ["ctxstore_delete_unused_retired_keys_v1"]
         )
-    )
-    _definitions.execute(
-        statement
-        for statement in _definitions.statements("1006-legal-holds.sql")
-        if statement.startswith("CREATE OR REPLACE FUNCTION ctxstore_erase_user_sessions_v2(")
     )
     op.execute("DROP FUNCTION ctxstore_erase_ledger_v1(text, text[])")
     op.execute("DROP FUNCTION ctxstore_attach_response_v1(text, text, text)")

@@ -110,7 +110,8 @@ _TABLES = (
     "sessions, messages, summaries, consultation_states, consultation_state_history, "
     "user_profiles, summary_jobs, graph_writes, graph_channel_values, graph_checkpoints, "
     "data_keys, analytics_months, analytics_month_kinds, analytics_month_cells, legal_holds, "
-    "ctxstore_retention_periods"
+    "ctxstore_retention_periods, contract_chains, contract_pieces, contract_entries, "
+    "contract_responses"
 )
 
 

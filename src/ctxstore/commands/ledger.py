@@ -176,18 +176,21 @@ def _piece_digests(
 
 
 def _responses(session_id: str, entries: list[StoredEntry], responses: list[Any]) -> list[Finding]:
+    """Responses no longer bound to their entry.  One whose entry moved or went is not
+    named again: the entry's finding says what happened."""
     by_seq = {entry.entry_seq: entry for entry in entries}
     found = []
     for response in responses:
-        entry = by_seq.get(response["entry_seq"])
         text = response["response_id"].encode("utf-8", "surrogatepass")
-        if entry is None or hashlib.sha256(entry.digest + text).digest() != response["digest"]:
-            found.append(
-                Finding(
-                    session_id,
-                    response["entry_seq"],
-                    "response altered",
-                    f"response {response['response_id']!r} is not the one attached to it",
-                )
-            )
+        entry = by_seq.get(response["entry_seq"])
+        if entry is None or _binds(entry.digest, text, response["digest"]):
+            continue
+        if any(_binds(other.digest, text, response["digest"]) for other in entries):
+            continue
+        detail = f"response {response['response_id']!r} is not the one attached to it"
+        found.append(Finding(session_id, response["entry_seq"], "response altered", detail))
     return found
+
+
+def _binds(entry_digest: bytes, response_id: bytes, digest: bytes) -> bool:
+    return hashlib.sha256(entry_digest + response_id).digest() == digest

@@ -198,7 +198,7 @@ def verify_chain(
     report = ChainReport(entries=len(entries))
     found = report.findings.append
     by_digest = {entry.digest: entry for entry in entries}
-    expected, expected_prev = 1, ZERO_DIGEST
+    expected, expected_prev, previous_wrong = 1, ZERO_DIGEST, False
     wrong: list[StoredEntry] = []
     for entry in entries:
         seq = entry.entry_seq
@@ -212,34 +212,43 @@ def verify_chain(
         own = link_digest(entry.prev, seq, entry.recorded_at, entry.body)
         if own != entry.digest:
             wrong.append(entry)
-        elif entry.prev != expected_prev and seq == expected:
+        elif entry.prev != expected_prev and seq == expected and not previous_wrong:
+            # (after an entry found wrong, that entry is what is named)
             found(Finding(session_id, seq, "broken link", _link_detail(entry, by_digest)))
         elif piece_digests is not None and not _body_holds(entry, piece_digests):
-            found(
-                Finding(
-                    session_id,
-                    seq,
-                    "altered",
-                    "its provenance, frame or pieces no longer give its body digest",
-                )
-            )
-        expected, expected_prev = seq + 1, entry.digest
+            found(Finding(session_id, seq, "altered", _BODY_ALTERED))
+        expected, expected_prev, previous_wrong = seq + 1, entry.digest, own != entry.digest
     report.findings += _misplaced(session_id, wrong, entries, by_digest)
-    last = entries[-1] if entries else None
-    if recorded > (last.entry_seq if last else 0):
-        first = (last.entry_seq if last else 0) + 1
-        found(
-            Finding(
-                session_id,
-                first,
-                "truncated",
-                f"the chain recorded {recorded} entries; entries {first} to {recorded} are gone",
-            )
-        )
-    elif last is not None and last_digest is not None and last.digest != last_digest:
-        found(Finding(session_id, None, "altered", "the last entry is not the one recorded last"))
+    report.findings += _tail(session_id, recorded, last_digest, entries, wrong)
     report.findings.sort(key=lambda f: (f.entry_seq or 0, f.kind))
     return report
+
+
+_BODY_ALTERED = "its provenance, frame or pieces no longer give its body digest"
+
+
+def _tail(
+    session_id: str,
+    recorded: int,
+    last_digest: bytes | None,
+    entries: Sequence[StoredEntry],
+    wrong: list[StoredEntry],
+) -> list[Finding]:
+    """The chain's end against its row: entries gone from the tail, or added past it."""
+    findings = []
+    last_seq = max((entry.entry_seq for entry in entries), default=0)
+    if recorded > last_seq:
+        detail = f"the chain recorded {recorded} entries; from {last_seq + 1} on they are gone"
+        findings.append(Finding(session_id, last_seq + 1, "truncated", detail))
+    named = {entry.entry_seq for entry in wrong}
+    for entry in entries:
+        if entry.entry_seq > recorded and entry.entry_seq not in named:
+            detail = f"the chain recorded {recorded} entries, not this one"
+            findings.append(Finding(session_id, entry.entry_seq, "added", detail))
+        elif entry.entry_seq == recorded and entry.digest != last_digest and not named:
+            detail = "it is not the entry recorded last"
+            findings.append(Finding(session_id, recorded, "altered", detail))
+    return findings
 
 
 def _body_holds(entry: StoredEntry, piece_digests: Mapping[int, bytes]) -> bool:

@@ -702,6 +702,12 @@ class PostgresStorage(Store):
             await sql.ERASE_SESSION_WRITE_IDS.execute(driver, session_ids=list(row["session_ids"]))
             await sql.ERASE_SUMMARY_JOBS.execute(driver, session_ids=list(row["session_ids"]))
             await sql.ERASE_PROFILE_WRITE_IDS.execute(driver, user_id=user_id)
+        async with self._connections.call("erase user's ledger") as driver:
+            # Its own transaction: on Citus, the ledger's owner may not write shards this
+            # transaction wrote as the app role.  Run on every try, so a retry completes it.
+            await sql.ERASE_USER_LEDGER.fetchval(
+                driver, user_id=user_id, session_ids=list(row["session_ids"])
+            )
         if self._keys is not None:
             self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])
         for session_id in row["session_ids"]:

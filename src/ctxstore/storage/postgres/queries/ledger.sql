@@ -75,3 +75,7 @@ SELECT session_id, entry_seq, response_id, digest
 -- name: ledger_entry_count --
 -- Verification's progress bar: the entries to verify.
 SELECT count(*) FROM contract_entries WHERE session_id = :session_id OR :session_id::text IS NULL;
+
+-- name: erase_user_ledger --
+-- After an erasure, its part in the ledger (revision 1008): the pieces of the user's chains and of the erased sessions deleted, the chains marked; how many chains.
+SELECT ctxstore_erase_ledger_v1(:user_id, :session_ids);
