@@ -244,6 +244,13 @@ type ContextRequest struct {
 	UserMessage        string      `json:"user_message"`
 	TokenBudget        int         `json:"token_budget,omitempty"` // 0: the service's default (8000)
 	RetrievedKnowledge []Knowledge `json:"retrieved_knowledge,omitempty"`
+	// Model is the model the call is for: the budget is counted in its encoding, and a
+	// recorded contract's entry names it ("": the service's encoding, no model).
+	Model string `json:"model,omitempty"`
+	// Record adds the contract to the session's ledger (Client.Contract gives its bytes
+	// back): the token needs the write scope besides read. A call retried after a lost
+	// answer may record the turn twice: Contract gives the turn's last.
+	Record bool `json:"record,omitempty"`
 }
 
 // Contract is the Context Contract (docs/context-contract.md): the parts a Go service

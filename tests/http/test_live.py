@@ -80,7 +80,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     )
     report = result.stdout + result.stderr
     assert result.returncode == 0, report
-    assert "Operations:       16 selected / 16 total" in report
+    assert "Operations:       19 selected / 19 total" in report
     assert "Stateful" in report and "API Links:" in report
     assert tokens.full not in server.log()
 

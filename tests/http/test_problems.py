@@ -150,7 +150,7 @@ async def test_every_route_needs_a_token_with_its_scope(
         for path, methods in document["paths"].items()
         for method, item in methods.items()
     ]
-    assert len(operations) == 16
+    assert len(operations) == 19
     scope_token = {"read": tokens.read, "write": tokens.write, "admin": tokens.admin}
     async with app_on(module_database_url, tokens) as anonymous:
         anonymous.headers.pop("Authorization")

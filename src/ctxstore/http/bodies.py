@@ -22,7 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from ctxstore.http.problems import MALFORMED, UNSUPPORTED_MEDIA_TYPE, Problem
-from ctxstore.http.schemas import ContextRequest, SummaryIn, WriteMessages
+from ctxstore.http.schemas import AttachResponseIn, ContextRequest, SummaryIn, WriteMessages
 from ctxstore.models import ConsultationState, UserProfile
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -36,6 +36,7 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "StateIn": ConsultationState,
     "ProfileIn": UserProfile,
     "ContextRequest": ContextRequest,
+    "AttachResponseIn": AttachResponseIn,
 }
 _NAMES = {model: name for name, model in REQUEST_MODELS.items()}
 

@@ -33,10 +33,13 @@ from ctxstore.http.middleware import PRINCIPAL_KEY
 from ctxstore.http.problems import MALFORMED, NOT_FOUND, Problem, etag
 from ctxstore.http.registry import Endpoint, Routes
 from ctxstore.http.schemas import (
+    AttachResponseIn,
     ContextRequest,
     ContextResponse,
+    ContractsOut,
     KnowledgeIn,
     MessagesOut,
+    ResponseAttached,
     SessionsOut,
     SummaryIn,
     SummaryOut,
@@ -44,8 +47,9 @@ from ctxstore.http.schemas import (
     WriteMessages,
     Written,
 )
-from ctxstore.http.security import guarded
+from ctxstore.http.security import check_scope, guarded
 from ctxstore.models import ConsultationState, UserProfile, Versioned
+from ctxstore.storage.ledger import LedgerEntry
 from ctxstore.storage.listing import MAX_CURSOR_CHARS
 from ctxstore.storage.rules import DEFAULT_LIMITS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NEW_SESSION
 from ctxstore.storage.store import Store
@@ -53,6 +57,14 @@ from ctxstore.tokens import TokenCounter
 
 _MAX_ID = DEFAULT_LIMITS.max_session_id_length
 SessionId = Annotated[str, Path(min_length=1, max_length=_MAX_ID, description="The session id")]
+TurnId = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=DEFAULT_LIMITS.max_label_chars,
+        description="The turn id the contract was built for",
+    ),
+]
 UserId = Annotated[str, Path(min_length=1, max_length=_MAX_ID, description="The user id")]
 IfMatch = Annotated[
     str | None,
@@ -463,15 +475,23 @@ async def put_state(
     SESSION + "/context",
     operation_id="build_context",
     summary="The Context Contract for the next LLM call, within a token budget",
+    description="With `record: true` the contract is also added to the session's ledger "
+    "of contracts, with `model` (GET .../contracts/{turn_id} gives its bytes back): the "
+    "token then needs the write scope besides read (else 403). The response is the same "
+    "bytes either way.",
     response_model=ContextResponse,
     responses={
         200: {"description": "The Context Contract (docs/context-contract.md)"},
-        **problems(*BODY),
+        **problems(409, 501, *BODY),
     },
     **_with("read", ContextRequest),
 )
 async def build_context(request: Request, session_id: SessionId) -> Response:
     body = await parse(request, ContextRequest)
+    if body.record:
+        # Recording writes: the route's own scope (read) is checked before the body is
+        # read, the write scope here, as the route would (401/403, the same challenge).
+        check_scope(request.scope, "write")
     builder: ContextBuilder = request.app.state.builder
     if body.model is not None:
         builder = _builder_for(request, TokenCounter.for_model(body.model))
@@ -481,6 +501,8 @@ async def build_context(request: Request, session_id: SessionId) -> Response:
         body.user_message,
         retrieved_knowledge=[_knowledge(item) for item in body.retrieved_knowledge],
         token_budget=body.token_budget,
+        record=body.record,
+        model=body.model,
     )
     return Response(contract, media_type=JSON)
 
@@ -506,6 +528,135 @@ def _builder_for(request: Request, counter: TokenCounter) -> ContextBuilder:
             _store(request), token_counter=counter
         )
     return found
+
+
+# -- the ledger of contracts ------------------------------------------------------------------
+
+#: The headers of a recorded contract (GET .../contracts/{turn_id}): its entry.
+ENTRY_SEQ = "Ctxstore-Entry-Seq"
+ENTRY_DIGEST = "Ctxstore-Entry-Digest"
+RECORDED_AT = "Ctxstore-Recorded-At"
+TOKEN_COUNT = "Ctxstore-Token-Count"
+_ENTRY_HEADERS = {
+    ENTRY_SEQ: ("The entry's number in the session's ledger", {"pattern": "^[1-9][0-9]*$"}),
+    ENTRY_DIGEST: (
+        "The entry's digest in the session's chain (SHA-256, hex)",
+        {"pattern": "^[0-9a-f]{64}$"},
+    ),
+    RECORDED_AT: ("When the entry was recorded (RFC 3339, UTC)", {"format": "date-time"}),
+    TOKEN_COUNT: ("The contract's tokens, in the entry's encoding", {"pattern": "^[0-9]+$"}),
+}
+
+
+@router.get(
+    SESSION + "/contracts",
+    operation_id="list_contracts",
+    summary="The session's ledger of recorded contracts, oldest first, without their texts",
+    description="Each entry recorded by POST .../context with `record: true`: what the "
+    "contract was built from (versions) and for (model, encoding, tokens), its digest in "
+    "the session's chain, and the response attached to it. A session without entries has "
+    "an empty list (200, never 404). Entries are never changed or removed.",
+    response_model=ContractsOut,
+    responses={200: {"description": "The entries"}, **problems(501)},
+    openapi_extra=guarded("read"),
+)
+async def list_contracts(request: Request, session_id: SessionId) -> Response:
+    entries = await _store(request).list_contracts(session_id)
+    return _json({"session_id": session_id, "entries": [_entry(entry) for entry in entries]})
+
+
+# Before GET .../contracts/{turn_id}, whose template matches this path too (a turn id may
+# end in /response): the Allow of a 405 here names the methods of the first one.
+@router.put(
+    SESSION + "/contracts/{turn_id:ctxstore_id}/response",
+    operation_id="attach_response",
+    summary="Attach the LLM's response id to the turn's last recorded contract, once",
+    description="Idempotent: the same id again answers 200 and changes nothing; another "
+    "id is a conflict (409). 404 when the turn has no recorded contract.",
+    response_model=ResponseAttached,
+    responses={
+        200: {"description": "Attached (or it already was)"},
+        **problems(404, 409, 501, *BODY),
+    },
+    **_with("write", AttachResponseIn),
+)
+async def attach_response(request: Request, session_id: SessionId, turn_id: TurnId) -> Response:
+    body = await parse(request, AttachResponseIn)
+    entry_seq = await _store(request).attach_response(session_id, turn_id, body.response_id)
+    if entry_seq is None:
+        raise Problem(NOT_FOUND, "the turn has no recorded contract")
+    return _json({"entry_seq": entry_seq, "response_id": body.response_id})
+
+
+@router.get(
+    SESSION + "/contracts/{turn_id:ctxstore_id}",
+    operation_id="get_contract",
+    summary="The contract a recorded call received, byte for byte",
+    description="The turn's last recorded contract (or, with `entry`, that entry of the "
+    "session, which must be the turn's), the very bytes POST .../context answered, and "
+    "its entry in the headers. 404 when the turn has no entry; 409 (data-key-destroyed) "
+    "when the session's user was erased (the entries remain, not their texts).",
+    response_model=ContextResponse,
+    responses={
+        200: {
+            "description": "The recorded Context Contract",
+            "headers": {
+                name: {"description": text, "required": True, "schema": {"type": "string", **rule}}
+                for name, (text, rule) in _ENTRY_HEADERS.items()
+            },
+        },
+        **problems(404, 409, 501),
+    },
+    openapi_extra=guarded("read"),
+)
+async def get_contract(
+    request: Request,
+    session_id: SessionId,
+    turn_id: TurnId,
+    entry: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=2**31 - 1,
+            description="This entry of the session's ledger (it must be the turn's), not "
+            "the turn's last",
+        ),
+    ] = None,
+) -> Response:
+    recorded = await _store(request).read_contract(session_id, turn_id, entry_seq=entry)
+    if recorded is None or recorded.entry.provenance.turn_id != turn_id:
+        # With ``entry``, the store reads that entry whatever its turn: another turn's
+        # is no contract of this resource.
+        missing = "the turn has no recorded contract"
+        if entry is not None:
+            missing = f"entry {entry} is not a recorded contract of the turn"
+        raise Problem(NOT_FOUND, missing)
+    found = recorded.entry
+    headers = {
+        ENTRY_SEQ: str(found.entry_seq),
+        ENTRY_DIGEST: found.digest,
+        RECORDED_AT: pydantic_core.to_json(found.recorded_at).decode("ascii").strip('"'),
+        TOKEN_COUNT: str(found.provenance.token_count),
+    }
+    return Response(recorded.text, headers=headers, media_type=JSON)
+
+
+def _entry(entry: LedgerEntry) -> dict[str, Any]:
+    provenance = entry.provenance
+    return {
+        "entry_seq": entry.entry_seq,
+        "turn_id": provenance.turn_id,
+        "recorded_at": entry.recorded_at,
+        "model": provenance.model,
+        "token_encoding": provenance.token_encoding,
+        "token_count": provenance.token_count,
+        "session_version": provenance.session_version,
+        "summary_version": provenance.summary_version,
+        "state_version": provenance.state_version,
+        "profile_version": provenance.profile_version,
+        "digest": entry.digest,
+        "response_id": entry.response_id,
+    }
 
 
 # -- user profiles ------------------------------------------------------------------------------

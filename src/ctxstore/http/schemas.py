@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     PlainValidator,
     PrivateAttr,
+    StrictBool,
     StrictFloat,
     StrictStr,
     WithJsonSchema,
@@ -28,7 +29,10 @@ from ctxstore.contract import ContextContract
 from ctxstore.errors import InvalidMessageError
 from ctxstore.formats.messages import trusted_messages
 from ctxstore.models import WHOLE_NUMBER, Message, Role
+from ctxstore.storage.rules import DEFAULT_LIMITS
 from ctxstore.timestamps import parse_timestamp
+
+_MAX_LABEL = DEFAULT_LIMITS.max_label_chars
 
 
 def _exact_timestamp(value: object) -> datetime:
@@ -124,6 +128,15 @@ class ContextRequest(_Request):
     #: Count the budget in the encoding this model uses (gpt-4o: o200k_base); default:
     #: the service's own (CTXSTORE_TOKEN_ENCODING).
     model: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
+    #: Add the contract to the session's ledger (GET .../contracts/{turn_id} gives its
+    #: bytes back), with ``model``: the write scope besides read.
+    record: StrictBool = False
+
+
+class AttachResponseIn(_Request):
+    """The id of the response the LLM gave to a recorded turn's contract."""
+
+    response_id: Annotated[StrictStr, Field(min_length=1, max_length=_MAX_LABEL)]
 
 
 class MessageOut(BaseModel):
@@ -188,6 +201,45 @@ class SessionsOut(BaseModel):
     #: Pass it back as ``cursor``, with the same filters, for the next page (null: the
     #: last page).
     next_cursor: str | None
+
+
+class ContractEntryOut(BaseModel):
+    """One entry of a session's ledger of contracts: what a recorded call received was
+    built from and for (ctxstore.storage.ledger.LedgerEntry), without the text."""
+
+    #: The entry's number in the session's ledger (1, 2, ...).
+    entry_seq: int
+    turn_id: str
+    recorded_at: datetime
+    #: The model the call was for (null: none given).
+    model: str | None
+    #: The encoding the contract's tokens were counted in.
+    token_encoding: str
+    token_count: int
+    #: The versions the contract was built from.
+    session_version: int
+    summary_version: int
+    #: 0: the session had no consultation state stored.
+    state_version: int
+    #: null: no profile went in.
+    profile_version: int | None
+    #: The entry's place in the session's chain (SHA-256, hex).
+    digest: str
+    #: The response attached to the entry (null: none yet).
+    response_id: str | None
+
+
+class ContractsOut(BaseModel):
+    """A session's ledger of contracts, oldest first (empty: nothing recorded)."""
+
+    session_id: str
+    entries: list[ContractEntryOut]
+
+
+class ResponseAttached(BaseModel):
+    #: The entry the response is attached to (the turn's last).
+    entry_seq: int
+    response_id: str
 
 
 #: The response of POST .../context: the Context Contract (docs/context-contract.md).
