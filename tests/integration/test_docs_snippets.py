@@ -41,6 +41,7 @@ EXPECTED: dict[tuple[str, int], str] = {
     ("production.md", 0): "PostgresStorage\n",
     ("production.md", 1): "at head True\n",
     ("telemetry.md", 0): "",
+    ("ledger.md", 0): "True chatcmpl-123\n",
 }
 
 
@@ -54,6 +55,7 @@ SHELL_RUN: dict[tuple[str, int], str] = {
         or "base"
     ),
     ("models.md", 0): "recounted",
+    ("ledger.md", 0): "ledger intact",
 }
 #: Shell blocks that deploy something this suite can't be: what each needs.
 SHELL_RECIPES: dict[tuple[str, int], str] = {
