@@ -382,7 +382,7 @@ CREATE TABLE ctxstore_retention_periods (
     set_by text NOT NULL,
     set_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT pk_ctxstore_retention_periods PRIMARY KEY (data_class),
-    CONSTRAINT ck_ctxstore_retention_periods_data_class_known CHECK ((data_class = ANY (ARRAY['messages'::text, 'summaries'::text, 'state_history'::text, 'profiles'::text]))),
+    CONSTRAINT ck_ctxstore_retention_periods_data_class_known CHECK ((data_class = ANY (ARRAY['messages'::text, 'summaries'::text, 'state_history'::text, 'profiles'::text, 'ledger'::text]))),
     CONSTRAINT ck_ctxstore_retention_periods_keep_for_a_day_or_more CHECK ((keep_for >= '1 day'::interval))
 );
 
@@ -499,6 +499,7 @@ CREATE TABLE contract_chains (
     pieces integer DEFAULT 0 NOT NULL,
     last_digest bytea,
     erased_at timestamp with time zone,
+    first_entry integer DEFAULT 1 NOT NULL,
     CONSTRAINT pk_contract_chains PRIMARY KEY (session_id)
 );
 
@@ -1617,6 +1618,55 @@ $$;
 
 ALTER FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) OWNER TO :"owner_role";
 
+-- One batch of chains after p_after whose oldest entry is older than p_keep_for: each
+-- chain's entries recorded before then purged (or, p_dry_run, only counted), or the chain
+-- kept and marked held.
+CREATE FUNCTION ctxstore_purge_ledger_v1(p_keep_for interval, p_after text, p_batch_size integer, p_dry_run boolean) RETURNS TABLE(session_id text, entries integer, held boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_cutoff timestamptz := now() - p_keep_for;
+    v_ids text[];
+    v_id text;
+    v_chain record;
+    v_last integer;
+BEGIN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    v_ids := ARRAY(
+        SELECT c.session_id FROM contract_chains AS c
+         WHERE c.session_id > p_after
+           AND EXISTS (SELECT FROM contract_entries AS e
+                        WHERE e.session_id = c.session_id AND e.entry_seq = c.first_entry
+                          AND e.recorded_at < v_cutoff)
+         ORDER BY c.session_id LIMIT p_batch_size);
+    FOREACH v_id IN ARRAY v_ids LOOP
+        -- the row locked first; the holds read by the next statement, on a new snapshot
+        UPDATE contract_chains AS c SET first_entry = c.first_entry WHERE c.session_id = v_id
+        RETURNING c.user_id, c.first_entry INTO v_chain;
+        session_id := v_id;
+        held := ctxstore_holds_of_v1(v_chain.user_id, ARRAY[v_id]) IS NOT NULL;
+        v_last := (SELECT max(e.entry_seq) FROM contract_entries AS e
+                    WHERE e.session_id = v_id AND e.recorded_at < v_cutoff);
+        entries := coalesce(v_last - v_chain.first_entry + 1, 0);
+        IF NOT held AND NOT p_dry_run AND entries > 0 THEN
+            DELETE FROM contract_responses AS r WHERE r.session_id = v_id AND r.entry_seq <= v_last;
+            DELETE FROM contract_entries AS e WHERE e.session_id = v_id AND e.entry_seq <= v_last;
+            DELETE FROM contract_pieces AS p
+             WHERE p.session_id = v_id
+               AND p.piece_no <> ALL (ARRAY(
+                   SELECT DISTINCT abs(f.n) FROM contract_entries AS e, unnest(e.frame) AS f(n)
+                    WHERE e.session_id = v_id));
+            UPDATE contract_chains AS c SET first_entry = v_last + 1 WHERE c.session_id = v_id;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+ALTER FUNCTION ctxstore_purge_ledger_v1(p_keep_for interval, p_after text, p_batch_size integer, p_dry_run boolean) OWNER TO :"owner_role";
+
 -- ======================================================================================
 -- Functions: the analytics reports (SECURITY DEFINER, for the analytics role)
 -- ======================================================================================
@@ -2246,6 +2296,10 @@ GRANT ALL ON FUNCTION ctxstore_attach_response_v1(p_session_id text, p_turn_id t
 REVOKE ALL ON FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) FROM PUBLIC;
 
 GRANT ALL ON FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) TO :"app_role";
+
+REVOKE ALL ON FUNCTION ctxstore_purge_ledger_v1(p_keep_for interval, p_after text, p_batch_size integer, p_dry_run boolean) FROM PUBLIC;
+
+GRANT ALL ON FUNCTION ctxstore_purge_ledger_v1(p_keep_for interval, p_after text, p_batch_size integer, p_dry_run boolean) TO :"app_role";
 
 REVOKE ALL ON FUNCTION ctxstore_delete_unused_retired_keys_v1() FROM PUBLIC;
 GRANT ALL ON FUNCTION ctxstore_delete_unused_retired_keys_v1() TO :"app_role";

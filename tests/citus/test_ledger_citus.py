@@ -13,6 +13,7 @@ from tests.integration.test_ledger import (
     test_each_tampering_is_found_and_named,
     test_every_turn_of_a_consultation_reads_back_byte_for_byte,
     test_responses_attach_once_and_unknown_turns_read_as_missing,
+    test_the_ledger_is_purged_by_its_own_period_and_still_verifies,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "test_each_tampering_is_found_and_named",
     "test_every_turn_of_a_consultation_reads_back_byte_for_byte",
     "test_responses_attach_once_and_unknown_turns_read_as_missing",
+    "test_the_ledger_is_purged_by_its_own_period_and_still_verifies",
 ]

@@ -5,8 +5,10 @@ named, the app role can only add and read, and an erasure leaves chains that ver
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import asyncpg
 import pytest
@@ -15,7 +17,10 @@ from hypothesis import strategies as st
 from sqlalchemy import URL
 
 from ctxstore import Message, PostgresStorage
+from ctxstore.commands.expiry import purge_store
+from ctxstore.commands.holds import place_hold
 from ctxstore.commands.ledger import verify_ledger
+from ctxstore.commands.retention import set_period
 from ctxstore.context.builder import ContextBuilder
 from ctxstore.encryption import Encryption, Keyring
 from ctxstore.errors import (
@@ -23,7 +28,7 @@ from ctxstore.errors import (
     DataKeyDestroyedError,
     InvalidInputError,
 )
-from ctxstore.storage.ledger import cut, join, plain_digest
+from ctxstore.storage.ledger import ZERO_DIGEST, cut, join, link_digest, plain_digest
 from tests.integration.ledger_consultation import consult
 from tests.integration.test_erasure import app_login  # noqa: F401 - a fixture
 
@@ -344,3 +349,88 @@ async def test_stores_without_a_ledger_say_so() -> None:
     await storage.save("s", TURN)
     with pytest.raises(NotSupportedError, match="no ledger"):
         await ContextBuilder(storage).build_json("s", "t1", "hi", record=True)
+
+
+# -- retention (revision 1009) ---------------------------------------------------------------
+
+
+async def backdate(url: URL, session_id: str, through: int, days: int) -> None:
+    """Entries 1 to ``through`` recorded ``days`` earlier, their digests made again as the
+    record function makes them (a backdated entry is otherwise an altered one)."""
+    connection = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(False))
+    try:
+        rows = await connection.fetch(
+            "SELECT entry_seq, recorded_at, body, prev FROM contract_entries"
+            " WHERE session_id = $1 ORDER BY entry_seq",
+            session_id,
+        )
+        prev = ZERO_DIGEST
+        for row in rows:
+            moved = row["recorded_at"] - timedelta(days=days if row["entry_seq"] <= through else 0)
+            digest = link_digest(prev, row["entry_seq"], moved, row["body"])
+            await connection.execute(
+                "UPDATE contract_entries SET recorded_at = $3, prev = $4, digest = $5"
+                " WHERE session_id = $1 AND entry_seq = $2",
+                session_id,
+                row["entry_seq"],
+                moved,
+                prev,
+                digest,
+            )
+            prev = digest
+        await connection.execute(
+            "UPDATE contract_chains SET last_digest = $2 WHERE session_id = $1", session_id, prev
+        )
+        responses = await connection.fetch(
+            "SELECT r.entry_seq, r.response_id, e.digest FROM contract_responses AS r"
+            " JOIN contract_entries AS e USING (session_id, entry_seq) WHERE session_id = $1",
+            session_id,
+        )
+        for response in responses:  # bound to the entry's new digest
+            bound = hashlib.sha256(response["digest"] + response["response_id"].encode()).digest()
+            await connection.execute(
+                "UPDATE contract_responses SET digest = $3 WHERE session_id = $1"
+                " AND entry_seq = $2",
+                session_id,
+                response["entry_seq"],
+                bound,
+            )
+    finally:
+        await connection.close()
+
+
+async def test_the_ledger_is_purged_by_its_own_period_and_still_verifies(
+    ledger: PostgresStorage, database_url: URL
+) -> None:
+    kept = {t: await ledger.read_contract("s", t) for t in ("t5", "t6", "t7")}
+    await backdate(database_url, "s", through=3, days=40)
+    await backdate(database_url, "other", through=2, days=40)
+    assert (await verify_ledger(ledger)).intact
+    await place_hold(ledger, "session", "other", reason="matter 7", placed_by="legal")
+    await set_period(ledger, "ledger", timedelta(days=30), set_by="dpo")
+    dry = await purge_store(ledger, show=False, dry_run=True)
+    assert (dry.kinds["ledger"].removed, dry.kinds["ledger"].held) == (3, 2)
+    assert len(await ledger.list_contracts("s")) == 6  # a dry run deletes nothing
+    report = await purge_store(ledger, show=False)
+    assert (report.kinds["ledger"].removed, report.kinds["ledger"].held) == (3, 2)
+    assert "ledger: removed 3 older than 30 days (2 kept under a legal hold)" in report.summary()
+    assert [e.entry_seq for e in await ledger.list_contracts("s")] == [4, 5, 6]
+    assert len(await ledger.list_contracts("other")) == 2
+    for turn, recorded in kept.items():
+        found = await ledger.read_contract("s", turn)
+        assert found is not None and recorded is not None and found.text == recorded.text
+    assert await ledger.read_contract("s", "t2") is None
+    verified = await verify_ledger(ledger)
+    assert verified.intact and verified.entries == 5, verified.findings
+    unused = await sql(
+        database_url,
+        "SELECT count(*) FROM contract_pieces AS p WHERE p.session_id = 's' AND NOT EXISTS"
+        " (SELECT FROM contract_entries AS e WHERE e.session_id = 's'"
+        " AND p.piece_no = ANY(SELECT abs(n) FROM unnest(e.frame) AS n))",
+    )
+    assert unused[0][0] == 0
+    await ContextBuilder(ledger, record=True).build_json("s", "t9", "还疼吗")
+    assert (await verify_ledger(ledger)).intact  # the chain goes on from where it was
+    await sql(database_url, "DELETE FROM contract_entries WHERE session_id = 's' AND entry_seq = 4")
+    named = {(f.entry_seq, f.kind) for f in (await verify_ledger(ledger)).findings}
+    assert named == {(4, "removed")}

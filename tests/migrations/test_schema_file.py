@@ -42,7 +42,7 @@ def test_the_migrations_make_the_schema_file(
 ) -> None:
     migrations.upgrade(empty_database_url, "head")
     asyncio.run(apply_schema_file(second_empty_database))
-    assert scalar(second_empty_database, "SELECT count(*) FROM pg_proc " + PUBLIC) == 33
+    assert scalar(second_empty_database, "SELECT count(*) FROM pg_proc " + PUBLIC) == 34
     assert databases_differ(empty_database_url, second_empty_database) == []
 
 

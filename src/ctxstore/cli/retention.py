@@ -19,7 +19,7 @@ from ctxstore.cli.options import (
 if TYPE_CHECKING:
     from ctxstore.settings import Settings
 
-KINDS = ("messages", "summaries", "state_history", "profiles")
+KINDS = ("messages", "summaries", "state_history", "profiles", "ledger")
 
 
 def register(commands: Commands) -> None:

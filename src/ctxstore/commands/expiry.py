@@ -8,7 +8,9 @@ kind of data by its own period:
   sets this period for one run);
 - ``summaries``: summary versions written before, but each session's latest;
 - ``state_history``: state changes recorded before, but each session's latest;
-- ``profiles``: a profile not written since, whose user wrote no session since.
+- ``profiles``: a profile not written since, whose user wrote no session since;
+- ``ledger``: the ledger's entries of contracts recorded before (revision 1009), each
+  chain's oldest first, and the pieces no entry kept uses; what remains still verifies.
 
 What a legal hold covers (``ctxstore hold``) stays, counted in the summary.  Each batch is
 short and checks the holds after it locked its rows, as placing a hold locks them: what
@@ -118,6 +120,10 @@ async def purge_expired(
         if "profiles" in periods:
             report.kinds["profiles"] = await _purge_profiles(
                 driver, periods["profiles"], batch_size, dry_run
+            )
+        if "ledger" in periods:
+            report.kinds["ledger"] = await _purge_ledger(
+                driver, periods["ledger"], batch_size, dry_run
             )
         if not dry_run:
             report.write_ids = await _forget_write_ids(driver, batch_size)
@@ -240,6 +246,24 @@ async def _purge_profiles(
                 found.removed += len(
                     await sql.PURGE_PROFILES.fetch(driver, user_ids=due, keep_for=keep_for)
                 )
+    return found
+
+
+async def _purge_ledger(
+    driver: Any, keep_for: timedelta, batch_size: int, dry_run: bool
+) -> Removed:
+    """The ledger's entries recorded before ``keep_for``, oldest first in each chain, a
+    batch of chains a statement; a chain under a hold is kept (revision 1009)."""
+    found, after = Removed(), ""
+    while batch := await sql.PURGE_LEDGER.fetch(
+        driver, keep_for=keep_for, after=after, batch_size=batch_size, dry_run=dry_run
+    ):
+        after = batch[-1]["session_id"]
+        for chain in batch:
+            if chain["held"]:
+                found.held += chain["entries"]
+            else:
+                found.removed += chain["entries"]
     return found
 
 

@@ -74,6 +74,11 @@ async def place_hold(
             await _lock_user(driver, subject_id)
         else:
             await _lock_session(driver, subject_id)
+        await sql.LOCK_HELD_CHAINS.execute(
+            driver,
+            user_id=subject_id if subject == "user" else None,
+            session_id=subject_id if subject == "session" else None,
+        )
         row = await sql.PLACE_HOLD.fetchrow(
             driver,
             user_id=subject_id if subject == "user" else None,

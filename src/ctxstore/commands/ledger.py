@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxstore.progress import Progress
-from ctxstore.storage.ledger import Finding, StoredEntry, verify_chain
+from ctxstore.storage.ledger import ChainRow, Finding, StoredEntry, verify_chain
 from ctxstore.storage.postgres import PostgresStorage, sql
 from ctxstore.storage.postgres.contracts import provenance_of
 from ctxstore.storage.postgres.statement import Driver
@@ -134,7 +134,8 @@ def _check(batch: _Batch, result: LedgerVerification, root: Any) -> int:
         entries = batch.entries.get(session_id, [])
         erased = chain["erased_at"] is not None
         digests = None if erased else _piece_digests(session_id, batch, result, entries)
-        report = verify_chain(session_id, chain["entries"], chain["last_digest"], entries, digests)
+        row = ChainRow(session_id, chain["entries"], chain["first_entry"], chain["last_digest"])
+        report = verify_chain(row, entries, digests)
         result.findings += report.findings
         result.findings += _responses(session_id, entries, batch.responses.get(session_id, []))
         result.responses += len(batch.responses.get(session_id, []))

@@ -13,8 +13,8 @@ from typing import Any
 from ctxstore.errors import InvalidInputError
 from ctxstore.storage.postgres import PostgresStorage, sql
 
-#: The kinds of data a period is set for, as revision 1007's CHECK names them.
-DATA_CLASSES = ("messages", "summaries", "state_history", "profiles")
+#: The kinds of data a period is set for, as revisions 1007 and 1009's CHECK names them.
+DATA_CLASSES = ("messages", "summaries", "state_history", "profiles", "ledger")
 #: Shorter would purge what a slow client is still writing.
 SHORTEST = timedelta(days=1)
 

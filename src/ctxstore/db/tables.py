@@ -393,7 +393,7 @@ ctxstore_retention_periods = Table(
     Column("set_by", Text, nullable=False),
     _now("set_at"),
     CheckConstraint(
-        "data_class = ANY (ARRAY['messages', 'summaries', 'state_history', 'profiles'])",
+        "data_class = ANY (ARRAY['messages', 'summaries', 'state_history', 'profiles', 'ledger'])",
         name="data_class_known",
     ),
     CheckConstraint("keep_for >= interval '1 day'", name="keep_for_a_day_or_more"),
@@ -435,6 +435,8 @@ contract_chains = Table(
     _count("pieces"),
     Column("last_digest", LargeBinary),
     Column("erased_at", DateTime(timezone=True)),
+    # The oldest entry kept: a retention purge (revision 1009) removed those before it.
+    Column("first_entry", Integer, nullable=False, server_default=text("1")),
 )
 
 # A contract's pieces, content-addressed per session (storage/ledger.py): plain or sealed.

@@ -185,23 +185,38 @@ class ChainReport:
     findings: list[Finding] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ChainRow:
+    """A chain's own row: the entries recorded, the first kept (a retention purge removes
+    the oldest), and the last one's digest."""
+
+    session_id: str
+    recorded: int
+    first_entry: int
+    last_digest: bytes | None
+
+
 def verify_chain(
-    session_id: str,
-    recorded: int,
-    last_digest: bytes | None,
-    entries: Sequence[StoredEntry],
-    piece_digests: Mapping[int, bytes] | None,
+    chain: ChainRow, entries: Sequence[StoredEntry], piece_digests: Mapping[int, bytes] | None
 ) -> ChainReport:
-    """Every tampering of one chain, named: ``recorded`` and ``last_digest`` are the
-    chain's row; ``entries`` in entry_seq order; ``piece_digests`` by number (None: the
-    pieces were erased, so bodies can't be recomputed, only the links)."""
+    """Every tampering of one chain, named: ``entries`` in entry_seq order;
+    ``piece_digests`` by number (None: the pieces were erased, so bodies can't be
+    recomputed, only the links).  The first entry kept links to a purged one: its link is
+    where the chain begins."""
+    session_id = chain.session_id
     report = ChainReport(entries=len(entries))
     found = report.findings.append
     by_digest = {entry.digest: entry for entry in entries}
-    expected, expected_prev, previous_wrong = 1, ZERO_DIGEST, False
+    expected, expected_prev, previous_wrong = chain.first_entry, ZERO_DIGEST, False
+    if chain.first_entry > 1 and entries and entries[0].entry_seq == chain.first_entry:
+        expected_prev = entries[0].prev
     wrong: list[StoredEntry] = []
     for entry in entries:
         seq = entry.entry_seq
+        if seq < chain.first_entry:
+            detail = f"the chain keeps entries from {chain.first_entry} on: it was purged"
+            found(Finding(session_id, seq, "added", detail))
+            continue
         if seq > expected:
             span = (
                 f"entry {expected} is"
@@ -219,7 +234,7 @@ def verify_chain(
             found(Finding(session_id, seq, "altered", _BODY_ALTERED))
         expected, expected_prev, previous_wrong = seq + 1, entry.digest, own != entry.digest
     report.findings += _misplaced(session_id, wrong, entries, by_digest)
-    report.findings += _tail(session_id, recorded, last_digest, entries, wrong)
+    report.findings += _tail(chain, entries, wrong)
     report.findings.sort(key=lambda f: (f.entry_seq or 0, f.kind))
     return report
 
@@ -228,15 +243,12 @@ _BODY_ALTERED = "its provenance, frame or pieces no longer give its body digest"
 
 
 def _tail(
-    session_id: str,
-    recorded: int,
-    last_digest: bytes | None,
-    entries: Sequence[StoredEntry],
-    wrong: list[StoredEntry],
+    chain: ChainRow, entries: Sequence[StoredEntry], wrong: list[StoredEntry]
 ) -> list[Finding]:
     """The chain's end against its row: entries gone from the tail, or added past it."""
+    session_id, recorded, last_digest = chain.session_id, chain.recorded, chain.last_digest
     findings = []
-    last_seq = max((entry.entry_seq for entry in entries), default=0)
+    last_seq = max((entry.entry_seq for entry in entries), default=chain.first_entry - 1)
     if recorded > last_seq:
         detail = f"the chain recorded {recorded} entries; from {last_seq + 1} on they are gone"
         findings.append(Finding(session_id, last_seq + 1, "truncated", detail))

@@ -58,3 +58,8 @@ SELECT count(*) AS sessions, coalesce(sum(s.message_count), 0) AS messages
    AND EXISTS (SELECT FROM legal_holds AS h
                 WHERE h.lifted_at IS NULL
                   AND (h.session_id = s.session_id OR h.user_id = s.user_id));
+
+-- name: lock_held_chains --
+-- Placing a hold: the ledger chains it covers locked, as a ledger purge locks a chain before it checks the holds.
+UPDATE contract_chains SET first_entry = first_entry
+ WHERE user_id = :user_id OR session_id = :session_id;

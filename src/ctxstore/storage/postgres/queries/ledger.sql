@@ -45,7 +45,7 @@ SELECT e.entry_seq, e.turn_id, e.recorded_at, e.model, e.token_encoding, e.token
 
 -- name: ledger_chains --
 -- Verification: the next chains after :after (all, or the one :session_id), in session order.
-SELECT session_id, entries, last_digest, erased_at
+SELECT session_id, entries, first_entry, last_digest, erased_at
   FROM contract_chains
  WHERE session_id > :after AND (session_id = :session_id OR :session_id::text IS NULL)
  ORDER BY session_id
@@ -79,3 +79,8 @@ SELECT count(*) FROM contract_entries WHERE session_id = :session_id OR :session
 -- name: erase_user_ledger --
 -- After an erasure, its part in the ledger (revision 1008): the pieces of the user's chains and of the erased sessions deleted, the chains marked; how many chains.
 SELECT ctxstore_erase_ledger_v1(:user_id, :session_ids);
+
+-- name: purge_ledger --
+-- Retention (revision 1009): a batch of chains after :after whose oldest entry is older than :keep_for, each one's old entries purged (or counted, :dry_run), or kept under a hold.
+SELECT session_id, entries, held
+  FROM ctxstore_purge_ledger_v1(:keep_for, :after, :batch_size, :dry_run);
