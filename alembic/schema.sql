@@ -1499,7 +1499,9 @@ ALTER FUNCTION ctxstore_delete_unused_retired_keys_v1() OWNER TO :"owner_role";
 
 -- One entry: the pieces not stored yet added, the frame numbered, the entry linked to the
 -- chain's last.  p_frame: each element's piece digest, in order; p_commas: whether the
--- element began with a comma its piece leaves out; p_digests..p_sealed: the pieces.
+-- element began with a comma its piece leaves out; p_digests..p_sealed: the pieces the
+-- caller did not know stored (a piece named by the frame and neither stored nor given:
+-- CX004, and the caller sends them all).
 CREATE FUNCTION ctxstore_record_contract_v1(p_session_id text, p_user_id text, p_turn_id text, p_model text, p_token_encoding text, p_token_count integer, p_session_version bigint, p_summary_version integer, p_state_version bigint, p_profile_version bigint, p_frame bytea[], p_commas boolean[], p_digests bytea[], p_contents text[], p_key_ids bigint[], p_sealed bytea[], p_body bytea, OUT entry_seq integer, OUT recorded_at timestamp with time zone, OUT digest bytea, OUT new_pieces integer) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1536,7 +1538,7 @@ BEGIN
           JOIN contract_pieces AS p ON p.session_id = p_session_id AND p.digest = f.digest
          ORDER BY f.ord);
     IF cardinality(v_frame) <> cardinality(p_frame) THEN
-        RAISE EXCEPTION 'a contract frame names a piece not given' USING ERRCODE = '22023';
+        RAISE EXCEPTION 'a contract frame names a piece not stored nor given' USING ERRCODE = 'CX004';
     END IF;
     entry_seq := v_chain.entries + 1;
     recorded_at := now();

@@ -434,3 +434,14 @@ async def test_the_ledger_is_purged_by_its_own_period_and_still_verifies(
     await sql(database_url, "DELETE FROM contract_entries WHERE session_id = 's' AND entry_seq = 4")
     named = {(f.entry_seq, f.kind) for f in (await verify_ledger(ledger)).findings}
     assert named == {(4, "removed")}
+
+
+async def test_provenance_in_any_text_verifies(database_url: URL) -> None:
+    """The database serializes an entry's provenance for verify as the recorder did."""
+    async with PostgresStorage.from_url(database_url) as storage:
+        await storage.save("会话/😀", TURN, user_id="u")
+        builder = ContextBuilder(storage, record=True)
+        await builder.build_json("会话/😀", "轮次-𝄞", "还疼吗", model='模型 "x"\n')
+        await builder.build_json("会话/😀", "t2", "还疼吗")
+        report = await verify_ledger(storage)
+    assert report.intact and report.entries == 2, report.findings

@@ -2,9 +2,10 @@
 tampering named (storage/ledger.py says how an entry is chained).
 
 A batch of chains at a time: their entries, pieces and responses read in three
-statements.  Plain pieces are checked
-against their digests; a sealed piece's digest is an HMAC under its session's key, so
-its tag, which binds it to that digest, checks it when it is read.  An erased chain's
+statements on two connections at once, the next batch read on two others while this one
+is checked.  Plain pieces are checked against their digests by PostgreSQL, where they are
+(their texts are not sent); a sealed piece's digest is an HMAC under its session's key,
+so its tag, which binds it to that digest, checks it when it is read.  An erased chain's
 pieces are gone: its links are checked, not its bodies.
 
 The summary's ``root`` is a digest of every chain's last entry: kept somewhere the
@@ -14,16 +15,17 @@ inside the database can (docs/ledger.md).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxstore.progress import Progress
 from ctxstore.storage.ledger import ChainRow, Finding, StoredEntry, verify_chain
 from ctxstore.storage.postgres import PostgresStorage, sql
-from ctxstore.storage.postgres.contracts import provenance_of
 from ctxstore.storage.postgres.statement import Driver
 from ctxstore.storage.rules import check_batch_size, check_session_id
 
@@ -62,7 +64,8 @@ class LedgerVerification:
 class _Batch:
     chains: list[Any]
     entries: dict[str, list[StoredEntry]]
-    pieces: dict[str, list[Any]]
+    #: By chain: its pieces' row (numbers, digests end to end, counts, the altered).
+    pieces: dict[str, Any]
     responses: dict[str, list[Any]]
 
 
@@ -82,44 +85,68 @@ async def verify_ledger(
     check_batch_size(batch_size)
     result = LedgerVerification()
     root = hashlib.sha256(b"ctxstore ledger root v1\x00")
-    async with storage.maintenance("ledger verify") as driver:
-        total = await sql.LEDGER_ENTRY_COUNT.fetchval(driver, session_id=session_id)
+    async with AsyncExitStack() as stack:
+        drivers = [
+            await stack.enter_async_context(storage.maintenance("ledger verify")) for _ in range(4)
+        ]
+        pairs = [(drivers[0], drivers[1]), (drivers[2], drivers[3])]
+        total = await sql.LEDGER_ENTRY_COUNT.fetchval(drivers[0], session_id=session_id)
         bar = Progress("verifying the ledger", int(total), shown=show_progress)
-        batch = await _read(driver, _LOW, session_id, batch_size)
+        batch = await _read(pairs[0], _LOW, session_id, batch_size)
         while batch.chains:
-            checked = _check(batch, result, root)
+            # The next batch read on the other pair while this one is checked (in a thread,
+            # so the loop sends the queries and the server works meanwhile).
+            after = batch.chains[-1]["session_id"]
+            pairs.reverse()
+            following = asyncio.create_task(_read(pairs[0], after, session_id, batch_size))
+            try:
+                checked = await asyncio.to_thread(_check, batch, result, root)
+            except BaseException:
+                following.cancel()
+                raise
             bar.advance(checked)
             if progress is not None:
                 progress(checked)
-            batch = await _read(driver, batch.chains[-1]["session_id"], session_id, batch_size)
+            batch = await following
         bar.finish()
     result.root = root.hexdigest()
     return result
 
 
-async def _read(driver: Driver, after: str, session_id: str | None, size: int) -> _Batch:
+async def _read(
+    drivers: tuple[Driver, Driver], after: str, session_id: str | None, size: int
+) -> _Batch:
+    """The batch of chains after ``after``: their entries and responses on one connection,
+    their pieces (the heavier read: PostgreSQL hashes them) on the other, at once."""
     chains = await sql.LEDGER_CHAINS.fetch(
-        driver, after=after, session_id=session_id, batch_size=size
+        drivers[0], after=after, session_id=session_id, batch_size=size
     )
     ids = [chain["session_id"] for chain in chains]
-    entries: dict[str, list[StoredEntry]] = defaultdict(list)
-    pieces: dict[str, list[Any]] = defaultdict(list)
-    responses: dict[str, list[Any]] = defaultdict(list)
+    batch = _Batch(list(chains), defaultdict(list), {}, defaultdict(list))
     if ids:
-        for row in await sql.LEDGER_CHAIN_ENTRIES.fetch(driver, session_ids=ids):
-            entries[row["session_id"]].append(_stored(row))
-        for row in await sql.LEDGER_CHAIN_PIECES.fetch(driver, session_ids=ids):
-            pieces[row["session_id"]].append(row)
-        for row in await sql.LEDGER_RESPONSES.fetch(driver, session_ids=ids):
-            responses[row["session_id"]].append(row)
-    return _Batch(list(chains), entries, pieces, responses)
+        await asyncio.gather(
+            _read_entries(drivers[0], ids, batch), _read_pieces(drivers[1], ids, batch)
+        )
+    return batch
+
+
+async def _read_entries(driver: Driver, ids: list[str], batch: _Batch) -> None:
+    for row in await sql.LEDGER_CHAIN_ENTRIES.fetch(driver, session_ids=ids):
+        batch.entries[row["session_id"]].append(_stored(row))
+    for row in await sql.LEDGER_RESPONSES.fetch(driver, session_ids=ids):
+        batch.responses[row["session_id"]].append(row)
+
+
+async def _read_pieces(driver: Driver, ids: list[str], batch: _Batch) -> None:
+    for row in await sql.LEDGER_CHAIN_PIECES.fetch(driver, session_ids=ids):
+        batch.pieces[row["session_id"]] = row
 
 
 def _stored(row: Any) -> StoredEntry:
     return StoredEntry(
         row["entry_seq"],
-        row["recorded_at"],
-        provenance_of(row["session_id"], row),
+        row["micros"],
+        row["provenance"],
         row["frame"],
         row["body"],
         row["prev"],
@@ -133,9 +160,9 @@ def _check(batch: _Batch, result: LedgerVerification, root: Any) -> int:
         session_id = chain["session_id"]
         entries = batch.entries.get(session_id, [])
         erased = chain["erased_at"] is not None
-        digests = None if erased else _piece_digests(session_id, batch, result, entries)
+        links = None if erased else _links(session_id, batch, result, entries)
         row = ChainRow(session_id, chain["entries"], chain["first_entry"], chain["last_digest"])
-        report = verify_chain(row, entries, digests)
+        report = verify_chain(row, entries, links)
         result.findings += report.findings
         result.findings += _responses(session_id, entries, batch.responses.get(session_id, []))
         result.responses += len(batch.responses.get(session_id, []))
@@ -148,32 +175,31 @@ def _check(batch: _Batch, result: LedgerVerification, root: Any) -> int:
     return checked
 
 
-def _piece_digests(
+def _links(
     session_id: str, batch: _Batch, result: LedgerVerification, entries: list[StoredEntry]
 ) -> dict[int, bytes]:
-    """Each piece's digest by number; a plain piece whose text no longer gives its digest
-    is named in each entry that uses it."""
-    digests: dict[int, bytes] = {}
-    altered: set[int] = set()
-    sha256 = hashlib.sha256
-    for piece in batch.pieces.get(session_id, []):
-        number, digest, content = piece["piece_no"], piece["digest"], piece["content"]
-        digests[number] = digest
-        if content is None:
-            result.sealed_pieces += 1
-            continue
-        result.plain_pieces += 1
-        if sha256(content.encode("utf-8", "surrogatepass")).digest() != digest:
-            altered.add(number)
-    if altered:
-        for entry in entries:
-            used = sorted(altered & {abs(n) for n in entry.frame})
-            if used:
-                pieces = ", ".join(map(str, used))
-                result.findings.append(
-                    Finding(session_id, entry.entry_seq, "altered", f"its piece(s) {pieces} edited")
-                )
-    return digests
+    """What each of the chain's frame elements adds to a body (verify_chain); a plain
+    piece whose text no longer gives its digest is named in each entry that uses it."""
+    row = batch.pieces.get(session_id)
+    if row is None:
+        return {}
+    result.sealed_pieces += row["sealed"]
+    result.plain_pieces += row["plain"]
+    blob = row["digests"]
+    links: dict[int, bytes] = {}
+    for index, number in enumerate(row["numbers"]):
+        digest = blob[index * 32 : index * 32 + 32]
+        links[number] = b"." + digest
+        links[-number] = b"," + digest
+    altered = set(row["altered"] or ())
+    for entry in entries if altered else ():
+        used = sorted(altered & {abs(n) for n in entry.frame})
+        if used:
+            pieces = ", ".join(map(str, used))
+            result.findings.append(
+                Finding(session_id, entry.entry_seq, "altered", f"its piece(s) {pieces} edited")
+            )
+    return links
 
 
 def _responses(session_id: str, entries: list[StoredEntry], responses: list[Any]) -> list[Finding]:

@@ -3,12 +3,12 @@ back byte for byte, and chained per session (revision 1008).
 
 **Pieces.**  A contract's canonical text has one array element a line (contract.py), so
 consecutive contracts of a consultation share most of their lines.  ``cut`` splits the
-text after every newline and before the context parts that change apart (summary,
-state, profile, knowledge, meta); a piece that starts with a comma is kept without it
-and its frame element says so.  Pieces are stored once per session, addressed by their
-digest: SHA-256 of the text, or, sealed, its HMAC under the session's data key (so a
-digest tells nothing of a text without the key).  ``join`` puts the exact bytes back
-from any text's pieces: exactness depends on no JSON rule.
+text after every newline, and a line that closes an array again before each context
+part that changes apart (summary, state, profile, knowledge, meta); a piece that starts
+with a comma is kept without it and its frame element says so.  Pieces are stored once
+per session, addressed by their digest: SHA-256 of the text, or, sealed, its HMAC under
+the session's data key (so a digest tells nothing of a text without the key).  ``join``
+puts the exact bytes back from any text's pieces: exactness depends on no JSON rule.
 
 **The chain.**  An entry's ``body`` is SHA-256 of its provenance (``Provenance``) and its
 frame's (comma, piece digest) list; its ``digest`` is SHA-256 of the previous entry's
@@ -19,12 +19,12 @@ links the entry (``ctxstore_record_contract_v1``) and again here by ``verify_cha
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 #: What the first entry of a chain links to.
 ZERO_DIGEST = bytes(32)
@@ -33,9 +33,9 @@ _MICROSECOND = timedelta(microseconds=1)
 _LINK = struct.Struct(">qq")
 
 #: Cuts after each newline, and before each context part that changes on its own.
-_CUT = re.compile(
-    r'(?<=\n)|(?=,"(?:conversation_summary|consultation_state|user_profile'
-    r'|retrieved_knowledge|meta)":)'
+#: Where a line that closes an array is cut again: before each context part.
+_PARTS = re.compile(
+    r'(?=,"(?:conversation_summary|consultation_state|user_profile|retrieved_knowledge|meta)":)'
 )
 
 
@@ -56,19 +56,35 @@ class Provenance:
     profile_version: int | None
 
     def encoded(self) -> bytes:
-        fields = [
-            self.session_id,
-            self.turn_id,
-            self.model,
-            self.token_encoding,
-            self.token_count,
-            self.session_version,
-            self.summary_version,
-            self.state_version,
-            self.profile_version,
-        ]
-        text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
-        return text.encode("utf-8", "surrogatepass")
+        """Its fields as a body binds them: each text its UTF-8 length (4 bytes, all ones
+        for None) and bytes, then the numbers, 8 bytes each (-1: no profile)."""
+        profile = -1 if self.profile_version is None else self.profile_version
+        return b"".join(
+            (
+                _text(self.session_id),
+                _text(self.turn_id),
+                _text(self.model),
+                _text(self.token_encoding),
+                _NUMBERS.pack(
+                    self.token_count,
+                    self.session_version,
+                    self.summary_version,
+                    self.state_version,
+                    profile,
+                ),
+            )
+        )
+
+
+_NUMBERS = struct.Struct(">qqqqq")
+_NONE = b"\xff\xff\xff\xff"
+
+
+def _text(value: str | None) -> bytes:
+    if value is None:
+        return _NONE
+    data = value.encode("utf-8", "surrogatepass")
+    return len(data).to_bytes(4, "big") + data
 
 
 @dataclass(frozen=True)
@@ -114,15 +130,29 @@ def cut(text: str, digest: Callable[[bytes], bytes]) -> Cut:
     """``text`` in pieces; ``digest``: a piece's digest from its UTF-8 bytes."""
     frame: list[tuple[bool, bytes]] = []
     pieces: dict[bytes, str] = {}
-    for part in _CUT.split(text):
-        if not part:
-            continue
+    for part in _parts(text):
         comma = part[0] == ","
         piece = part[1:] if comma else part
         key = digest(piece.encode("utf-8", "surrogatepass"))
         pieces.setdefault(key, piece)
         frame.append((comma, key))
     return Cut(frame, pieces)
+
+
+def _parts(text: str) -> list[str]:
+    """``text`` cut after each newline, and a line that closes an array (``]``: the
+    context parts follow it) cut again before each part; none empty."""
+    lines = text.split("\n")
+    parts = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        parts.append(lines[-1])
+    cut_again: list[str] = []
+    for part in parts:
+        if part[0] == "]":
+            cut_again += [piece for piece in _PARTS.split(part) if piece]
+        else:
+            cut_again.append(part)
+    return cut_again
 
 
 def plain_digest(data: bytes) -> bytes:
@@ -135,27 +165,34 @@ def join(frame: Sequence[int], pieces: Mapping[int, str]) -> str:
 
 
 def body_digest(provenance: Provenance, frame: Iterable[tuple[bool, bytes]]) -> bytes:
-    parts = [b"ctxstore contract v1\x00", provenance.encoded(), b"\x00"]
-    parts += [(b"," if comma else b".") + digest for comma, digest in frame]
-    return hashlib.sha256(b"".join(parts)).digest()
+    """SHA-256 of the provenance and of each frame element's comma flag and digest."""
+    links = b"".join((b"," if comma else b".") + digest for comma, digest in frame)
+    return _body(provenance.encoded(), links)
+
+
+def _body(provenance: bytes, links: bytes) -> bytes:
+    return hashlib.sha256(b"ctxstore contract v1\x00" + provenance + b"\x00" + links).digest()
 
 
 def link_digest(prev: bytes, entry_seq: int, recorded_at: datetime, body: bytes) -> bytes:
     """The digest ``ctxstore_record_contract_v1`` gives an entry."""
-    micros = (recorded_at - _EPOCH) // _MICROSECOND
+    return _link(prev, entry_seq, (recorded_at - _EPOCH) // _MICROSECOND, body)
+
+
+def _link(prev: bytes, entry_seq: int, micros: int, body: bytes) -> bytes:
     return hashlib.sha256(prev + _LINK.pack(entry_seq, micros) + body).digest()
 
 
 # -- verification ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StoredEntry:
-    """An entry's columns, as verification reads them."""
+class StoredEntry(NamedTuple):
+    """An entry's columns, as verification reads them: its time in microseconds since
+    the epoch, and its provenance as ``Provenance.encoded`` (a million are read at once)."""
 
     entry_seq: int
-    recorded_at: datetime
-    provenance: Provenance
+    micros: int
+    provenance: bytes
     frame: Sequence[int]
     body: bytes
     prev: bytes
@@ -197,10 +234,11 @@ class ChainRow:
 
 
 def verify_chain(
-    chain: ChainRow, entries: Sequence[StoredEntry], piece_digests: Mapping[int, bytes] | None
+    chain: ChainRow, entries: Sequence[StoredEntry], links: Mapping[int, bytes] | None
 ) -> ChainReport:
-    """Every tampering of one chain, named: ``entries`` in entry_seq order;
-    ``piece_digests`` by number (None: the pieces were erased, so bodies can't be
+    """Every tampering of one chain, named: ``entries`` in entry_seq order; ``links``
+    what each frame element adds to a body (a piece number: b"." and its digest; its
+    negative: b"," and the digest; None: the pieces were erased, so bodies can't be
     recomputed, only the links).  The first entry kept links to a purged one: its link is
     where the chain begins."""
     session_id = chain.session_id
@@ -224,13 +262,13 @@ def verify_chain(
                 else f"entries {expected} to {seq - 1} are"
             )
             found(Finding(session_id, expected, "removed", f"{span} missing"))
-        own = link_digest(entry.prev, seq, entry.recorded_at, entry.body)
+        own = _link(entry.prev, seq, entry.micros, entry.body)
         if own != entry.digest:
             wrong.append(entry)
         elif entry.prev != expected_prev and seq == expected and not previous_wrong:
             # (after an entry found wrong, that entry is what is named)
             found(Finding(session_id, seq, "broken link", _link_detail(entry, by_digest)))
-        elif piece_digests is not None and not _body_holds(entry, piece_digests):
+        elif links is not None and not _body_holds(entry, links):
             found(Finding(session_id, seq, "altered", _BODY_ALTERED))
         expected, expected_prev, previous_wrong = seq + 1, entry.digest, own != entry.digest
     report.findings += _misplaced(session_id, wrong, entries, by_digest)
@@ -263,12 +301,12 @@ def _tail(
     return findings
 
 
-def _body_holds(entry: StoredEntry, piece_digests: Mapping[int, bytes]) -> bool:
+def _body_holds(entry: StoredEntry, links: Mapping[int, bytes]) -> bool:
     try:
-        frame = [(n < 0, piece_digests[abs(n)]) for n in entry.frame]
+        joined = b"".join(map(links.__getitem__, entry.frame))
     except KeyError:
         return False
-    return body_digest(entry.provenance, frame) == entry.body
+    return _body(entry.provenance, joined) == entry.body
 
 
 def _link_detail(entry: StoredEntry, by_digest: Mapping[bytes, StoredEntry]) -> str:
@@ -296,7 +334,7 @@ def _misplaced(
         if (
             place is not None
             and place != seq
-            and link_digest(entry.prev, place, entry.recorded_at, entry.body) == entry.digest
+            and _link(entry.prev, place, entry.micros, entry.body) == entry.digest
         ):
             original = at.get(place)
             if original is not None and original.digest == entry.digest:
@@ -310,7 +348,7 @@ def _misplaced(
                 other.entry_seq
                 for other in wrong
                 if other is not entry
-                and link_digest(entry.prev, seq, entry.recorded_at, other.body) == entry.digest
+                and _link(entry.prev, seq, entry.micros, other.body) == entry.digest
             ),
             None,
         )

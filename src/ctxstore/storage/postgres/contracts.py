@@ -9,13 +9,17 @@ it to its session and digest: a piece moved or altered fails to open.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import asyncpg
 
 from ctxstore.encryption import DataKey
 from ctxstore.errors import CorruptDataError, DataKeyDestroyedError
 from ctxstore.storage.ledger import (
     ContractRecord,
+    Cut,
     LedgerEntry,
     Provenance,
     RecordedContract,
@@ -34,21 +38,72 @@ def piece_aad(session_id: str, digest: bytes) -> bytes:
     return b"ctxstore contract piece\x00" + session_id.encode("utf-8", "surrogatepass") + digest
 
 
-async def record(driver: Driver, contract: ContractRecord, key: DataKey | None) -> LedgerEntry:
+#: Raised by ctxstore_record_contract_v1: the frame names a piece neither stored nor sent.
+PIECES_MISSING = "CX004"
+
+
+class KnownPieces:
+    """The pieces this process knows its sessions' ledgers hold, by digest, for the
+    sessions it recorded last (a bound number): a record sends (and seals) only the
+    others.  A piece it wrongly believes stored (another process purged it) is refused,
+    and the record sent again whole."""
+
+    def __init__(self, sessions: int = 1024) -> None:
+        self._sessions = sessions
+        self._known: OrderedDict[str, set[bytes]] = OrderedDict()
+
+    def of(self, session_id: str) -> set[bytes]:
+        known = self._known.get(session_id)
+        if known is None:
+            return set()
+        self._known.move_to_end(session_id)
+        return known
+
+    def add(self, session_id: str, digests: Iterable[bytes]) -> None:
+        self._known.setdefault(session_id, set()).update(digests)
+        self._known.move_to_end(session_id)
+        while len(self._known) > self._sessions:
+            self._known.popitem(last=False)
+
+    def forget(self, session_id: str) -> None:
+        self._known.pop(session_id, None)
+
+
+async def record(
+    driver: Driver, contract: ContractRecord, key: DataKey | None, known: KnownPieces
+) -> LedgerEntry:
     provenance = contract.provenance
     session_id = provenance.session_id
+    digest = plain_digest if key is None else (lambda data: key.mac(plain_digest(data)))
+    pieces = cut(contract.text, digest)
+    stored = known.of(session_id)
+    try:
+        row = await _record(driver, contract, pieces, key, stored)
+    except asyncpg.PostgresError as error:
+        if error.sqlstate != PIECES_MISSING:
+            raise
+        known.forget(session_id)
+        row = await _record(driver, contract, pieces, key, set())
+    known.add(session_id, pieces.pieces)
+    return LedgerEntry(row["entry_seq"], row["recorded_at"], provenance, row["digest"].hex())
+
+
+async def _record(
+    driver: Driver, contract: ContractRecord, pieces: Cut, key: DataKey | None, stored: set[bytes]
+) -> Any:
+    provenance = contract.provenance
+    session_id = provenance.session_id
+    sent = {digest: text for digest, text in pieces.pieces.items() if digest not in stored}
     if key is None:
-        pieces = cut(contract.text, plain_digest)
-        sealed: list[bytes | None] = [None] * len(pieces.pieces)
-        contents: list[str | None] = list(pieces.pieces.values())
+        contents: list[str | None] = list(sent.values())
+        sealed: list[bytes | None] = [None] * len(sent)
     else:
-        pieces = cut(contract.text, lambda data: key.mac(plain_digest(data)))
+        contents = [None] * len(sent)
         sealed = [
             key.seal(text.encode("utf-8", "surrogatepass"), piece_aad(session_id, digest))
-            for digest, text in pieces.pieces.items()
+            for digest, text in sent.items()
         ]
-        contents = [None] * len(sealed)
-    row = await sql.RECORD_CONTRACT.fetchrow(
+    return await sql.RECORD_CONTRACT.fetchrow(
         driver,
         session_id=session_id,
         user_id=contract.user_id,
@@ -62,13 +117,12 @@ async def record(driver: Driver, contract: ContractRecord, key: DataKey | None) 
         profile_version=provenance.profile_version,
         frame=[digest for _, digest in pieces.frame],
         commas=[comma for comma, _ in pieces.frame],
-        digests=list(pieces.pieces),
+        digests=list(sent),
         contents=contents,
-        key_ids=[None if key is None else key.key_id] * len(sealed),
+        key_ids=[None if key is None else key.key_id] * len(sent),
         sealed=sealed,
         body=body_digest(provenance, pieces.frame),
     )
-    return LedgerEntry(row["entry_seq"], row["recorded_at"], provenance, row["digest"].hex())
 
 
 async def read(
@@ -143,7 +197,3 @@ def provenance_of(session_id: str, row: Any) -> Provenance:
         row["state_version"],
         row["profile_version"],
     )
-
-
-def key_ids(pieces: Iterable[Any]) -> set[int]:
-    return {piece["key_id"] for piece in pieces if piece["key_id"] is not None}

@@ -137,6 +137,8 @@ class PostgresStorage(Store):
         self._keys = DataKeys(encryption) if encryption is not None else None
         #: What this process last knew of each session (storage/knowledge.py).
         self.knowledge = SessionKnowledge()
+        #: The ledger's pieces this process knows stored (contracts.py).
+        self._ledger_pieces = contracts.KnownPieces()
         self._recognised: tuple[str, object, Known] | None = None
         self.backup_retention = backup_retention
 
@@ -777,7 +779,7 @@ class PostgresStorage(Store):
         session_id = record.provenance.session_id
         key = await self._session_key(session_id, record.user_id)
         async with self._connections.call("record contract") as driver:
-            return await contracts.record(driver, record, key)
+            return await contracts.record(driver, record, key, self._ledger_pieces)
 
     async def _read_contract(
         self, session_id: str, turn_id: str, entry_seq: int | None

@@ -52,19 +52,38 @@ SELECT session_id, entries, first_entry, last_digest, erased_at
  LIMIT :batch_size;
 
 -- name: ledger_chain_entries --
--- Verification: every entry of the chains :session_ids, in chain order.
-SELECT session_id, entry_seq, turn_id, recorded_at, model, token_encoding, token_count,
-       session_version, summary_version, state_version, profile_version, frame, body, prev,
-       digest
+-- Verification: every entry of the chains :session_ids, in chain order: its time in microseconds, its provenance serialized as storage/ledger.py's Provenance.encoded (each text its UTF-8 length and bytes, or four 0xff bytes for none; the numbers, 8 bytes each; -1: no profile).
+SELECT session_id, entry_seq, (extract(epoch FROM recorded_at) * 1000000)::bigint AS micros,
+       coalesce(int4send(octet_length(convert_to(session_id, 'UTF8')))
+                || convert_to(session_id, 'UTF8'), '\xffffffff'::bytea)
+       || coalesce(int4send(octet_length(convert_to(turn_id, 'UTF8')))
+                   || convert_to(turn_id, 'UTF8'), '\xffffffff'::bytea)
+       || coalesce(int4send(octet_length(convert_to(model, 'UTF8')))
+                   || convert_to(model, 'UTF8'), '\xffffffff'::bytea)
+       || coalesce(int4send(octet_length(convert_to(token_encoding, 'UTF8')))
+                   || convert_to(token_encoding, 'UTF8'), '\xffffffff'::bytea)
+       || int8send(token_count::bigint) || int8send(session_version)
+       || int8send(summary_version::bigint) || int8send(state_version)
+       || int8send(coalesce(profile_version, -1)) AS provenance,
+       frame, body, prev, digest
   FROM contract_entries
  WHERE session_id = ANY(:session_ids)
  ORDER BY session_id, entry_seq;
 
 -- name: ledger_chain_pieces --
--- Verification: every piece of the chains :session_ids, with what checks it.
-SELECT session_id, piece_no, digest, content, key_id, sealed
+-- Verification: each chain's pieces, one row a chain: their numbers and their 32-byte digests end to end, in one order (one aggregation reads its rows once, in one order, for all its aggregates: no sort needed); how many are sealed and plain; the plain ones whose text no longer gives their digest, hashed where they are (their texts are not sent; a sealed one's tag checks it when it is read).
+SELECT session_id,
+       array_agg(piece_no) AS numbers,
+       string_agg(substring(digest || '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea
+                            FROM 1 FOR 32), ''::bytea) AS digests,
+       count(sealed) AS sealed,
+       count(*) - count(sealed) AS plain,
+       array_agg(piece_no) FILTER (
+           WHERE octet_length(digest) <> 32
+              OR pg_catalog.sha256(pg_catalog.convert_to(content, 'UTF8')) <> digest) AS altered
   FROM contract_pieces
- WHERE session_id = ANY(:session_ids);
+ WHERE session_id = ANY(:session_ids)
+ GROUP BY session_id;
 
 -- name: ledger_responses --
 -- Verification: the responses attached in the chains :session_ids.
