@@ -1552,8 +1552,10 @@ BEGIN
     VALUES (p_session_id, entry_seq, p_turn_id, recorded_at, p_model, p_token_encoding,
             p_token_count, p_session_version, p_summary_version, p_state_version,
             p_profile_version, v_frame, p_body, v_prev, digest);
+    -- (a session given its user after its first record: its chain is the user's now too)
     UPDATE contract_chains AS c
-       SET entries = entry_seq, pieces = v_chain.pieces + new_pieces, last_digest = digest
+       SET entries = entry_seq, pieces = v_chain.pieces + new_pieces, last_digest = digest,
+           user_id = coalesce(c.user_id, p_user_id)
      WHERE c.session_id = p_session_id;
 END
 $$;

@@ -30,7 +30,7 @@ from ctxstore.errors import (
 )
 from ctxstore.storage.ledger import ZERO_DIGEST, cut, join, link_digest, plain_digest
 from tests.integration.ledger_consultation import consult
-from tests.integration.test_erasure import app_login  # noqa: F401 - a fixture
+from tests.integration.test_erasure import app_login, cli  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.postgres
 
@@ -445,3 +445,39 @@ async def test_provenance_in_any_text_verifies(database_url: URL) -> None:
         await builder.build_json("会话/😀", "t2", "还疼吗")
         report = await verify_ledger(storage)
     assert report.intact and report.entries == 2, report.findings
+
+
+async def test_a_session_given_its_user_later_is_erased_with_them(database_url: URL) -> None:
+    async with PostgresStorage.from_url(database_url) as storage:
+        builder = ContextBuilder(storage, record=True)
+        await storage.save("anonymous-first", TURN)
+        await builder.build_json("anonymous-first", "t1", "还疼吗")
+        await storage.append("anonymous-first", TURN, user_id="late")
+        await builder.build_json("anonymous-first", "t2", "还疼吗")
+        await storage.delete("anonymous-first")  # the ledger outlives the session
+        await storage.erase_user("late")
+        with pytest.raises(DataKeyDestroyedError):
+            await storage.read_contract("anonymous-first", "t1")
+
+
+async def test_the_ledger_commands_verify_list_and_show(
+    ledger: PostgresStorage, database_url: URL
+) -> None:
+    intact = cli(database_url, "ledger", "verify", "--all")
+    assert intact.returncode == 0, intact.stderr
+    assert intact.stdout.startswith("ledger intact: 8 entries in 2 chains")
+    assert "verifying the ledger" in intact.stderr  # the progress bar
+    listed = cli(database_url, "ledger", "list", "s")
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 6
+    assert "turn t3" in listed.stdout and "response resp-3" in listed.stdout
+    recorded = await ledger.read_contract("s", "t4")
+    shown = cli(database_url, "ledger", "show", "s", "t4")
+    assert recorded is not None and shown.returncode == 0
+    assert shown.stdout.startswith("session s, entry 3, turn t4\n")
+    assert shown.stdout.endswith("\n\n" + recorded.text + "\n")  # the exact text, last
+    missing = cli(database_url, "ledger", "show", "s", "no-such-turn")
+    assert missing.returncode == 1 and "no entry for turn no-such-turn" in missing.stderr
+    await sql(database_url, "DELETE FROM contract_entries WHERE session_id = 's' AND entry_seq = 2")
+    tampered = cli(database_url, "ledger", "verify", "--session", "s", "--quiet")
+    assert tampered.returncode == 1 and tampered.stderr == ""
+    assert tampered.stdout.splitlines()[0] == "session s, entry 2: removed: entry 2 is missing"
