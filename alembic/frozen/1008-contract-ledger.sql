@@ -189,42 +189,44 @@ REVOKE ALL ON FUNCTION ctxstore_attach_response_v1(p_session_id text, p_turn_id 
 
 GRANT ALL ON FUNCTION ctxstore_attach_response_v1(p_session_id text, p_turn_id text, p_response_id text, OUT entry_seq integer, OUT response_id text) TO :"app_role";
 
--- An erasure's part in the ledger, run by erase_user once the user's sessions are erased
--- (a transaction of its own: on Citus, a function of another owner may not touch the
--- shards a transaction already wrote as the app role): the pieces of the user's chains
--- (and of the sessions erased with them) deleted, the chains marked; the entries stay,
--- so they still verify.  Under the user's lock, as an erasure: no record runs meanwhile.
-CREATE FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) RETURNS integer
+-- An erasure's part in one chain, run by erase_user for each chain of the user (and of the
+-- sessions erased with them) once their sessions are erased: the pieces deleted, the chain
+-- marked; the entries stay, so they still verify.  A transaction of its own, a chain a
+-- call: on Citus it runs on the chain's worker (its p_session_id), where the ledger's
+-- owner writes its own shards; a function of another owner may not write the shards a
+-- transaction already wrote as the app role, nor reach another node as a role that can't
+-- log in.  Under the user's lock, as an erasure; a chain under a hold is kept (CX002).
+CREATE FUNCTION ctxstore_erase_ledger_v1(p_session_id text, p_user_id text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_ids text[];
     v_held text;
+    -- a variable: Citus takes no non-IMMUTABLE function in a COALESCE
+    v_now timestamptz := now();
 BEGIN
-    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
     PERFORM pg_advisory_xact_lock(hashtextextended('ctxstore user ' || p_user_id, 0));
-    v_ids := ARRAY(SELECT c.session_id FROM contract_chains AS c
-                    WHERE c.user_id = p_user_id OR c.session_id = ANY(p_session_ids));
-    IF cardinality(v_ids) = 0 THEN
-        RETURN 0;
+    PERFORM FROM contract_chains AS c WHERE c.session_id = p_session_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
     END IF;
-    v_held := ctxstore_holds_of_v1(p_user_id, v_ids);
+    v_held := ctxstore_holds_of_v1(p_user_id, ARRAY[p_session_id]);
     IF v_held IS NOT NULL THEN
         RAISE EXCEPTION 'the ledger of user % is under a legal hold: %', p_user_id, v_held
             USING ERRCODE = 'CX002';
     END IF;
-    DELETE FROM contract_pieces AS p WHERE p.session_id = ANY(v_ids);
-    UPDATE contract_chains AS c SET erased_at = now() WHERE c.session_id = ANY(v_ids);
-    RETURN cardinality(v_ids);
+    DELETE FROM contract_pieces AS p WHERE p.session_id = p_session_id;
+    UPDATE contract_chains AS c SET erased_at = coalesce(c.erased_at, v_now)
+     WHERE c.session_id = p_session_id;
+    RETURN true;
 END
 $$;
 
-ALTER FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) OWNER TO :"owner_role";
+ALTER FUNCTION ctxstore_erase_ledger_v1(p_session_id text, p_user_id text) OWNER TO :"owner_role";
 
-REVOKE ALL ON FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ctxstore_erase_ledger_v1(p_session_id text, p_user_id text) FROM PUBLIC;
 
-GRANT ALL ON FUNCTION ctxstore_erase_ledger_v1(p_user_id text, p_session_ids text[]) TO :"app_role";
+GRANT ALL ON FUNCTION ctxstore_erase_ledger_v1(p_session_id text, p_user_id text) TO :"app_role";
 
 CREATE OR REPLACE FUNCTION ctxstore_delete_unused_retired_keys_v1() RETURNS SETOF bigint
     LANGUAGE plpgsql

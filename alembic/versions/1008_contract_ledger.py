@@ -45,7 +45,7 @@ def downgrade() -> None:
             "schema-baseline.sql", ["ctxstore_delete_unused_retired_keys_v1"]
         )
     )
-    op.execute("DROP FUNCTION ctxstore_erase_ledger_v1(text, text[])")
+    op.execute("DROP FUNCTION ctxstore_erase_ledger_v1(text, text)")
     op.execute("DROP FUNCTION ctxstore_attach_response_v1(text, text, text)")
     op.execute(
         "DROP FUNCTION ctxstore_record_contract_v1(text, text, text, text, text, integer, "

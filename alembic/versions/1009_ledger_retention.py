@@ -4,7 +4,7 @@ ledger DAYS``, applied by ``ctxstore purge-expired``.
 Issue 52, item 5.  ``contract_chains`` gains ``first_entry`` (a constant default: no
 rewrite), the retention periods' CHECK admits ``ledger`` (added ``NOT VALID``, validated
 in a transaction of its own, on a table of a few rows), and ``ctxstore_purge_ledger_v1``
-purges a batch of chains (``frozen/1009-ledger-retention.sql`` says how a purged chain
+purges a chain (``frozen/1009-ledger-retention.sql`` says how a purged chain
 still verifies, and how holds are kept).  The previous release purges no ledger and
 writes chains whose ``first_entry`` is the default.
 
@@ -50,5 +50,5 @@ def downgrade() -> None:
         f"ALTER TABLE ctxstore_retention_periods ADD CONSTRAINT {CHECK} "
         f"CHECK (data_class = ANY (ARRAY[{KINDS_1007}]))"
     )
-    op.execute("DROP FUNCTION ctxstore_purge_ledger_v1(interval, text, integer, boolean)")
+    op.execute("DROP FUNCTION ctxstore_purge_ledger_v1(text, interval, boolean)")
     op.execute("ALTER TABLE contract_chains DROP COLUMN first_entry")

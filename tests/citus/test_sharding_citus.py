@@ -37,7 +37,8 @@ UNTIMED_LABEL = TokenCounter().untimed_label
 SESSION_TABLES = {
     "sessions", "messages", "summaries", "consultation_states", "consultation_state_history",
     "applied_session_writes", "summary_jobs", "graph_checkpoints", "graph_channel_values",
-    "graph_writes",
+    "graph_writes", "contract_chains", "contract_pieces", "contract_entries",
+    "contract_responses",
 }  # fmt: skip
 
 

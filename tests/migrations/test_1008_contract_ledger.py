@@ -46,8 +46,8 @@ def test_1008_up_and_down_keeps_every_row(
     assert run_sql(url, ROWS)[0][0] == before
     for user in ("kept", "erased"):
         assert run_sql(url, RECORD.format(user=user))[0] == [(1,)]
-    erased = "SELECT ctxstore_erase_ledger_v1('erased', ARRAY['erased-s'])"
-    assert run_sql(url, erased)[0] == [(1,)]
+    erased = "SELECT ctxstore_erase_ledger_v1('erased-s', 'erased')"
+    assert run_sql(url, erased)[0] == [(True,)]
     assert run_sql(url, COUNTS)[0] == [(2, 1, 1)]  # the entries stay, the words go
 
     assert run_sql(url, ROWS)[0][0] == before

@@ -252,18 +252,21 @@ async def _purge_profiles(
 async def _purge_ledger(
     driver: Any, keep_for: timedelta, batch_size: int, dry_run: bool
 ) -> Removed:
-    """The ledger's entries recorded before ``keep_for``, oldest first in each chain, a
-    batch of chains a statement; a chain under a hold is kept (revision 1009)."""
+    """The ledger's entries recorded before ``keep_for``, oldest first in each chain; a
+    chain under a hold is kept (revision 1009)."""
     found, after = Removed(), ""
-    while batch := await sql.PURGE_LEDGER.fetch(
-        driver, keep_for=keep_for, after=after, batch_size=batch_size, dry_run=dry_run
+    while chains := await sql.CHAINS_TO_PURGE.fetch(
+        driver, keep_for=keep_for, after=after, batch_size=batch_size
     ):
-        after = batch[-1]["session_id"]
-        for chain in batch:
-            if chain["held"]:
-                found.held += chain["entries"]
+        after = chains[-1]["session_id"]
+        for chain in chains:  # a call a chain: on Citus, on the chain's worker
+            entries, held = await sql.PURGE_CHAIN.fetchval(
+                driver, session_id=chain["session_id"], keep_for=keep_for, dry_run=dry_run
+            )
+            if held:
+                found.held += entries
             else:
-                found.removed += chain["entries"]
+                found.removed += entries
     return found
 
 

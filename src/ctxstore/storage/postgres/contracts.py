@@ -85,7 +85,8 @@ async def record(
         known.forget(session_id)
         row = await _record(driver, contract, pieces, key, set())
     known.add(session_id, pieces.pieces)
-    return LedgerEntry(row["entry_seq"], row["recorded_at"], provenance, row["digest"].hex())
+    entry_seq, recorded_at, digest_of_entry, _new_pieces = row
+    return LedgerEntry(entry_seq, recorded_at, provenance, digest_of_entry.hex())
 
 
 async def _record(
@@ -103,7 +104,7 @@ async def _record(
             key.seal(text.encode("utf-8", "surrogatepass"), piece_aad(session_id, digest))
             for digest, text in sent.items()
         ]
-    return await sql.RECORD_CONTRACT.fetchrow(
+    return await sql.RECORD_CONTRACT.fetchval(
         driver,
         session_id=session_id,
         user_id=contract.user_id,
@@ -123,6 +124,19 @@ async def _record(
         sealed=sealed,
         body=body_digest(provenance, pieces.frame),
     )
+
+
+async def erase_chains(driver: Driver, user_id: str, session_ids: list[str]) -> int:
+    """An erasure's part in the ledger, once the user's sessions are erased: each chain of
+    the user (and of the sessions erased with them) in a call of its own, which Citus runs
+    on the chain's worker (revision 1008).  How many chains were erased."""
+    chains = await sql.USER_CHAINS.fetch(driver, user_id=user_id, session_ids=session_ids)
+    erased = 0
+    for chain in chains:
+        erased += bool(
+            await sql.ERASE_CHAIN.fetchval(driver, session_id=chain["session_id"], user_id=user_id)
+        )
+    return erased
 
 
 async def read(

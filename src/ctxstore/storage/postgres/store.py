@@ -705,11 +705,9 @@ class PostgresStorage(Store):
             await sql.ERASE_SUMMARY_JOBS.execute(driver, session_ids=list(row["session_ids"]))
             await sql.ERASE_PROFILE_WRITE_IDS.execute(driver, user_id=user_id)
         async with self._connections.call("erase user's ledger") as driver:
-            # Its own transaction: on Citus, the ledger's owner may not write shards this
-            # transaction wrote as the app role.  Run on every try, so a retry completes it.
-            await sql.ERASE_USER_LEDGER.fetchval(
-                driver, user_id=user_id, session_ids=list(row["session_ids"])
-            )
+            # After the transaction, a chain a call (contracts.py); on every try, so a
+            # retry completes it.
+            await contracts.erase_chains(driver, user_id, list(row["session_ids"]))
         if self._keys is not None:
             self._keys.forget([k["key_id"] for k in shredded], [k["owner"] for k in shredded])
         for session_id in row["session_ids"]:
@@ -796,17 +794,17 @@ class PostgresStorage(Store):
 
     async def _attach_response(self, session_id: str, turn_id: str, response_id: str) -> int | None:
         async with self._connections.call("attach response") as driver:
-            row = await sql.ATTACH_RESPONSE.fetchrow(
+            entry_seq, attached = await sql.ATTACH_RESPONSE.fetchval(
                 driver, session_id=session_id, turn_id=turn_id, response_id=response_id
             )
-        if row is None:
+        if entry_seq is None:
             return None
-        if row["response_id"] != response_id:
+        if attached != response_id:
             raise ConflictError(
-                f"turn {turn_id!r} of session {session_id} has response "
-                f"{row['response_id']!r} attached already"
+                f"turn {turn_id!r} of session {session_id} has response {attached!r} "
+                "attached already"
             )
-        seq: int = row["entry_seq"]
+        seq: int = entry_seq
         return seq
 
     # -- a user's bundle ------------------------------------------------------------------------

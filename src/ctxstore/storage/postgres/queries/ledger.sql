@@ -1,16 +1,13 @@
 -- name: record_contract --
--- One contract added to its session's ledger (revision 1008): its new pieces stored, its entry numbered and linked to the chain's last.
-SELECT entry_seq, recorded_at, digest, new_pieces
-  FROM ctxstore_record_contract_v1(:session_id, :user_id, :turn_id, :model, :token_encoding,
+-- One contract added to its session's ledger (revision 1008): its new pieces stored, its entry numbered and linked to the chain's last; (entry_seq, recorded_at, digest, new_pieces).  Called as a value, so Citus runs it on the session's worker.
+SELECT ctxstore_record_contract_v1(:session_id, :user_id, :turn_id, :model, :token_encoding,
                                    :token_count, :session_version, :summary_version,
                                    :state_version, :profile_version, :frame, :commas,
                                    :digests, :contents, :key_ids, :sealed, :body);
 
 -- name: attach_response --
--- The caller's response id bound to the turn's last entry, once: the entry and the id it holds (nothing: the turn has no entry).
-SELECT entry_seq, response_id
-  FROM ctxstore_attach_response_v1(:session_id, :turn_id, :response_id)
- WHERE entry_seq IS NOT NULL;
+-- The caller's response id bound to the turn's last entry, once: (the entry, the id it holds), both NULL when the turn has no entry.  Called as a value, so Citus runs it on the session's worker.
+SELECT ctxstore_attach_response_v1(:session_id, :turn_id, :response_id);
 
 -- name: contract_entry --
 -- The turn's last entry (or entry :entry_seq of the session, when given), with its chain's user and its response.
@@ -95,11 +92,26 @@ SELECT session_id, entry_seq, response_id, digest
 -- Verification's progress bar: the entries to verify.
 SELECT count(*) FROM contract_entries WHERE session_id = :session_id OR :session_id::text IS NULL;
 
--- name: erase_user_ledger --
--- After an erasure, its part in the ledger (revision 1008): the pieces of the user's chains and of the erased sessions deleted, the chains marked; how many chains.
-SELECT ctxstore_erase_ledger_v1(:user_id, :session_ids);
+-- name: user_chains --
+-- After an erasure, the ledger's chains it erases: the user's, and those of the sessions erased with them.
+SELECT session_id FROM contract_chains
+ WHERE user_id = :user_id OR session_id = ANY(:session_ids)
+ ORDER BY session_id;
 
--- name: purge_ledger --
--- Retention (revision 1009): a batch of chains after :after whose oldest entry is older than :keep_for, each one's old entries purged (or counted, :dry_run), or kept under a hold.
-SELECT session_id, entries, held
-  FROM ctxstore_purge_ledger_v1(:keep_for, :after, :batch_size, :dry_run);
+-- name: erase_chain --
+-- One chain's part in an erasure (revision 1008): its pieces deleted, the chain marked; false when there is no such chain.
+SELECT ctxstore_erase_ledger_v1(:session_id, :user_id);
+
+-- name: chains_to_purge --
+-- Retention (revision 1009): the next chains after :after whose oldest entry kept was recorded over :keep_for ago.
+SELECT c.session_id FROM contract_chains AS c
+ WHERE c.session_id > :after
+   AND EXISTS (SELECT FROM contract_entries AS e
+                WHERE e.session_id = c.session_id AND e.entry_seq = c.first_entry
+                  AND e.recorded_at < now() - :keep_for::interval)
+ ORDER BY c.session_id
+ LIMIT :batch_size;
+
+-- name: purge_chain --
+-- Retention (revision 1009): one chain's entries recorded over :keep_for ago purged (or counted, :dry_run), or kept under a hold: (entries, held).
+SELECT ctxstore_purge_ledger_v1(:session_id, :keep_for, :dry_run);
