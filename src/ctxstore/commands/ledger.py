@@ -162,14 +162,14 @@ def _check(batch: _Batch, result: LedgerVerification, root: Any) -> int:
         erased = chain["erased_at"] is not None
         links = None if erased else _links(session_id, batch, result, entries)
         row = ChainRow(session_id, chain["entries"], chain["first_entry"], chain["last_digest"])
-        report = verify_chain(row, entries, links)
-        result.findings += report.findings
-        result.findings += _responses(session_id, entries, batch.responses.get(session_id, []))
-        result.responses += len(batch.responses.get(session_id, []))
+        responses = batch.responses.get(session_id, [])
+        result.findings += verify_chain(row, entries, links)
+        result.findings += _responses(session_id, entries, responses)
+        result.responses += len(responses)
         result.chains += 1
         result.erased_chains += erased
-        result.entries += report.entries
-        checked += report.entries
+        result.entries += len(entries)
+        checked += len(entries)
         root.update(session_id.encode("utf-8", "surrogatepass") + b"\x00")
         root.update(chain["last_digest"] or b"")
     return checked

@@ -22,7 +22,7 @@ import hashlib
 import re
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -201,25 +201,15 @@ class StoredEntry(NamedTuple):
 
 @dataclass(frozen=True)
 class Finding:
-    """One tampering found: the session, the entry it names (None: the chain's head) and
-    what was done to it."""
+    """One tampering found: the session, the entry it names and what was done to it."""
 
     session_id: str
-    entry_seq: int | None
+    entry_seq: int
     kind: str
     detail: str
 
     def line(self) -> str:
-        where = f"entry {self.entry_seq}" if self.entry_seq is not None else "chain head"
-        return f"session {self.session_id}, {where}: {self.kind}: {self.detail}"
-
-
-@dataclass
-class ChainReport:
-    """What verifying one session's chain found."""
-
-    entries: int = 0
-    findings: list[Finding] = field(default_factory=list)
+        return f"session {self.session_id}, entry {self.entry_seq}: {self.kind}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -235,15 +225,15 @@ class ChainRow:
 
 def verify_chain(
     chain: ChainRow, entries: Sequence[StoredEntry], links: Mapping[int, bytes] | None
-) -> ChainReport:
+) -> list[Finding]:
     """Every tampering of one chain, named: ``entries`` in entry_seq order; ``links``
     what each frame element adds to a body (a piece number: b"." and its digest; its
     negative: b"," and the digest; None: the pieces were erased, so bodies can't be
     recomputed, only the links).  The first entry kept links to a purged one: its link is
     where the chain begins."""
     session_id = chain.session_id
-    report = ChainReport(entries=len(entries))
-    found = report.findings.append
+    findings: list[Finding] = []
+    found = findings.append
     by_digest = {entry.digest: entry for entry in entries}
     expected, expected_prev, previous_wrong = chain.first_entry, ZERO_DIGEST, False
     if chain.first_entry > 1 and entries and entries[0].entry_seq == chain.first_entry:
@@ -271,10 +261,10 @@ def verify_chain(
         elif links is not None and not _body_holds(entry, links):
             found(Finding(session_id, seq, "altered", _BODY_ALTERED))
         expected, expected_prev, previous_wrong = seq + 1, entry.digest, own != entry.digest
-    report.findings += _misplaced(session_id, wrong, entries, by_digest)
-    report.findings += _tail(chain, entries, wrong)
-    report.findings.sort(key=lambda f: (f.entry_seq or 0, f.kind))
-    return report
+    findings += _misplaced(session_id, wrong, entries, by_digest)
+    findings += _tail(chain, entries, wrong)
+    findings.sort(key=lambda f: (f.entry_seq, f.kind))
+    return findings
 
 
 _BODY_ALTERED = "its provenance, frame or pieces no longer give its body digest"
